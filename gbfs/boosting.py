@@ -1,0 +1,169 @@
+"""The boosting loop (issue 2, part 6): Algorithm 3 of the GT-GBM paper / Algorithm 1 of GBFS.
+
+Per iteration: residuals of the current model, the rows (and weights) used for the
+tree, one penalised tree fitted to the residuals, shrunk leaf values, updated
+scores and a ``history_`` record.  Omega (``FeatureUsage``) lives across iterations.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit, prange
+
+from .callbacks import CallbackEnv, EarlyStopException
+from .grower import GrowthParams, TreeGrower
+from .loss import LOSSES
+from .metrics import roc_auc
+from .penalty import FeatureUsage
+from .tree import PackedEnsemble, Tree
+
+
+@dataclass
+class BoostingParams:
+    loss: str = "logistic"
+    method: str = "agbm"  # "gbfs": gain - penalty; "agbm": gain / SSE_root - penalty
+    n_estimators: int = 100
+    learning_rate: float = 0.1
+    criterion: str = "sse"  # "sse": Eq. 1 of the papers; "newton": hessian-weighted gain
+    leaf_estimate: str = "mean"  # "mean": mean residual; "newton": sum r / (sum h + lambda)
+    growth: GrowthParams = field(default_factory=GrowthParams)
+
+
+@dataclass
+class BoostingResult:
+    trees: list
+    init_score: float
+    history: list
+    best_iteration: int | None
+
+
+@njit(parallel=True, cache=True)
+def _leaf_sums(partition, starts, ends, num, den, out_num, out_den):
+    for k in prange(starts.shape[0]):
+        a = 0.0
+        b = 0.0
+        for i in range(starts[k], ends[k]):
+            row = partition[i]
+            a += num[row]
+            b += den[row]
+        out_num[k] = a
+        out_den[k] = b
+
+
+@njit(parallel=True, cache=True)
+def _add_leaf_values(partition, starts, ends, values, raw):
+    for k in prange(starts.shape[0]):
+        for i in range(starts[k], ends[k]):
+            raw[partition[i]] += values[k]
+
+
+def root_sse(rw: np.ndarray, w_sum: float, rsq_w_sum: float) -> float:
+    """SSE of the residuals at the tree root, ``sum w r^2 - (sum w r)^2 / sum w`` (A-GBM's SSE_r)."""
+    return rsq_w_sum - float(np.sum(rw)) ** 2 / w_sum
+
+
+class _Evaluator:
+    """Running raw scores of one data set and its metrics."""
+
+    def __init__(self, name, X_binned, y, init_score, loss, task):
+        self.name, self.X_binned, self.y, self.loss, self.task = name, X_binned, y, loss, task
+        self.raw = np.full(y.shape[0], init_score, dtype=np.float64)
+
+    def add_tree(self, tree: Tree) -> None:
+        PackedEnsemble([tree]).predict_binned(self.X_binned, self.raw)
+
+    def record(self, rec: dict) -> None:
+        rec[f"{self.name}_loss"] = self.loss.loss(self.y, self.raw)
+        if self.task == "classification":
+            rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
+        else:
+            rec[f"{self.name}_rmse"] = float(np.sqrt(np.mean((self.y - self.raw) ** 2)))
+
+
+def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, evals=(),
+          callbacks=(), model=None) -> BoostingResult:
+    """Fit ``params.n_estimators`` trees.
+
+    Parameters
+    ----------
+    X_binned : ndarray of uint8, Fortran-ordered
+    y : ndarray of float64 (labels in {0, 1} for the logistic loss)
+    bin_mapper : fitted BinMapper
+    usage : FeatureUsage
+        Omega with mu, costs and bags; updated in place.
+    evals : sequence of (name, X_binned, y)
+        Validation sets scored after every tree.
+    callbacks : sequence of callables receiving a CallbackEnv
+    model : object passed to callbacks as ``env.model``
+    """
+    loss = LOSSES[params.loss]
+    task = "classification" if params.loss == "logistic" else "regression"
+    n = y.shape[0]
+    init = loss.init_score(y)
+    raw = np.full(n, init, dtype=np.float64)
+    r = np.empty(n, dtype=np.float64)
+    h = np.empty(n, dtype=np.float64)
+    ones = np.ones(n, dtype=np.float64)
+    rows = np.arange(n, dtype=np.int32)
+    grower = TreeGrower(X_binned, bin_mapper, params.growth)
+    train = _Evaluator("train", X_binned, y, init, loss, task)
+    train.raw = raw  # train scores are updated through the partition, not re-predicted
+    evaluators = [_Evaluator(name, Xb, yv, init, loss, task) for name, Xb, yv in evals]
+    trees, history = [], []
+    best_iteration = None
+    for cb in callbacks:
+        if hasattr(cb, "reset"):
+            cb.reset()
+    start = time.perf_counter()
+    try:
+        for it in range(params.n_estimators):
+            loss.residuals(y, raw, r, h)
+            # no sampler yet: all rows with weight 1 (row samplers plug in here)
+            rw = r
+            hw = ones if params.criterion == "sse" else h
+            w_sum = float(n)
+            sse = root_sse(rw, w_sum, float(np.dot(r, r)))
+            norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
+            grown = grower.grow(rows, rw, hw, usage, norm)
+            values = _leaf_values(grown, rw, ones if params.leaf_estimate == "mean" else h, params)
+            tree = grown.builder.build(_node_values(grown, values))
+            _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, raw)
+            trees.append(tree)
+            for ev in evaluators:
+                ev.add_tree(tree)
+            rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
+                   "root_variance": sse / w_sum, "n_features_used": len(usage.order),
+                   "n_leaves": tree.n_leaves}
+            train.record(rec)
+            for ev in evaluators:
+                ev.record(rec)
+            history.append(rec)
+            for cb in callbacks:
+                cb(CallbackEnv(model=model, iteration=it, record=rec, history=history))
+    except EarlyStopException as stop:
+        best_iteration = stop.best_iteration
+    finally:
+        grower.release_buffers()
+    return BoostingResult(trees, init, history, best_iteration)
+
+
+def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:
+    """Shrunk leaf values: lr * sum(w r) / (sum(w) or sum(w h) + lambda)."""
+    k = grown.leaf_starts.shape[0]
+    num = np.empty(k)
+    den = np.empty(k)
+    _leaf_sums(grown.partition, grown.leaf_starts, grown.leaf_ends, rw, den_channel, num, den)
+    lam = params.growth.reg_lambda if params.leaf_estimate == "newton" else 0.0
+    den = den + lam
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(den > 0, num / den, 0.0)
+    return params.learning_rate * v
+
+
+def _node_values(grown, leaf_values) -> np.ndarray:
+    values = np.zeros(len(grown.builder.cols["feature"]))
+    values[grown.leaf_ids] = leaf_values
+    return values

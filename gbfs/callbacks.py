@@ -1,0 +1,113 @@
+"""LightGBM-style callbacks: small callables that receive one :class:`CallbackEnv` per iteration.
+
+A callback may define ``reset()``; the booster calls it at the start of every
+``fit`` so no state leaks from one fit into the next (several LightGBM bugs came
+from callbacks that kept state between fits).  Early stopping ends the loop by
+raising :class:`EarlyStopException`, which the loop catches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class CallbackEnv:
+    """What a callback sees after each boosting iteration.
+
+    Attributes
+    ----------
+    model : estimator being fitted
+    iteration : int
+        0-based index of the tree just added.
+    record : dict
+        This iteration's ``history_`` entry (metric name -> value).
+    history : list of dict
+        All records so far (including ``record``).
+    """
+
+    model: Any
+    iteration: int
+    record: dict
+    history: list
+
+
+class EarlyStopException(Exception):
+    """Raised by a callback to stop boosting; the model keeps trees ``0..best_iteration``."""
+
+    def __init__(self, best_iteration: int, best_score: float):
+        super().__init__(best_iteration, best_score)
+        self.best_iteration = best_iteration
+        self.best_score = best_score
+
+
+_HIGHER_IS_BETTER = ("auc",)
+
+
+class _EarlyStopping:
+    def __init__(self, stopping_rounds: int, metric: str, min_delta: float):
+        self.stopping_rounds = stopping_rounds
+        self.metric = metric
+        self.min_delta = min_delta
+        self.reset()
+
+    def reset(self) -> None:
+        self.best_score = None
+        self.best_iteration = -1
+
+    def __call__(self, env: CallbackEnv) -> None:
+        if self.metric not in env.record:
+            raise ValueError(
+                f"early_stopping: metric {self.metric!r} is not recorded; available: "
+                f"{sorted(k for k in env.record if k.startswith('val'))} (pass eval_set to fit)")
+        score = env.record[self.metric]
+        sign = 1.0 if self.metric.endswith(_HIGHER_IS_BETTER) else -1.0
+        if self.best_score is None or sign * (score - self.best_score) > self.min_delta:
+            self.best_score = score
+            self.best_iteration = env.iteration
+        elif env.iteration - self.best_iteration >= self.stopping_rounds:
+            raise EarlyStopException(self.best_iteration, self.best_score)
+
+
+def early_stopping(stopping_rounds: int, metric: str = "val_loss", min_delta: float = 0.0):
+    """Stop when ``metric`` (a ``history_`` key such as ``"val_loss"`` or ``"val_auc"``) has not
+    improved by more than ``min_delta`` for ``stopping_rounds`` iterations."""
+    if not isinstance(stopping_rounds, int) or stopping_rounds < 1:
+        raise ValueError(f"stopping_rounds must be a positive int, got {stopping_rounds!r}")
+    return _EarlyStopping(stopping_rounds, metric, float(min_delta))
+
+
+class _LogEvaluation:
+    def __init__(self, period: int):
+        self.period = period
+
+    def __call__(self, env: CallbackEnv) -> None:
+        if self.period > 0 and (env.iteration + 1) % self.period == 0:
+            items = ", ".join(f"{k}={v:.6g}" for k, v in env.record.items()
+                              if k != "iteration" and isinstance(v, float))
+            print(f"[{env.iteration + 1}] {items}")
+
+
+def log_evaluation(period: int = 1):
+    """Print the record every ``period`` iterations."""
+    return _LogEvaluation(int(period))
+
+
+class _RecordEvaluation:
+    def __init__(self, store: dict):
+        if not isinstance(store, dict):
+            raise TypeError(f"record_evaluation needs a dict, got {type(store).__name__}")
+        self.store = store
+
+    def reset(self) -> None:
+        self.store.clear()
+
+    def __call__(self, env: CallbackEnv) -> None:
+        for k, v in env.record.items():
+            self.store.setdefault(k, []).append(v)
+
+
+def record_evaluation(store: dict):
+    """Append every recorded value to ``store[name]`` (cleared at the start of each fit)."""
+    return _RecordEvaluation(store)

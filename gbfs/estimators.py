@@ -1,0 +1,353 @@
+"""scikit-learn estimators: :class:`GBFSClassifier` and :class:`GBFSRegressor` (issue 2, part 7).
+
+Parameters are only stored in ``__init__`` and validated in ``fit``; fitted
+attributes end in ``_``.  Both estimators are also feature selectors
+(``get_support``, ``transform``): the selected features are those used by at
+least one split of the fitted ensemble.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import validation as V
+from ._types import MAX_BINS
+from .binning import BinMapper
+from .boosting import BoostingParams, boost
+from .callbacks import early_stopping
+from .grower import GrowthParams
+from .penalty import FeatureUsage
+from .tree import PackedEnsemble
+
+_PARAM_DOC = """
+    Parameters
+    ----------
+    method : {"agbm", "gbfs"}, default="agbm"
+        Split criterion.  ``"gbfs"``: maximise ``gain - mu * c_j * 1{j unused}``
+        (Eq. 1 of the GT-GBM paper, Eq. 14 of the GBFS paper); ``"agbm"``: maximise
+        ``gain / SSE_root - mu * c_j * 1{j unused}`` where SSE_root is the SSE of the
+        residuals at the tree's root (A-GBM, Section 2 of the GT-GBM paper), so ``mu``
+        lies in [0, 1] whatever the scale of the target.
+    mu : float, default=0.01
+        Penalty for using a new feature (or bag); 0 gives plain gradient boosting.
+    feature_costs : array-like of shape (n_features,), default=None
+        Per-feature multipliers ``c_j >= 0`` of ``mu`` (default all 1).
+    feature_bags : array-like of int, shape (n_features,), default=None
+        Bag id of each feature: once any feature of a bag is used, the whole bag is
+        free (GBFS paper, Section 4.2).  A bag's cost is that of the feature used.
+    n_estimators : int, default=100
+    learning_rate : float, default=0.1
+        Shrinkage epsilon of Algorithm 3.
+    max_depth : int or None, default=None
+    max_leaves : int or None, default=31
+    min_samples_leaf : int, default=20
+    min_node_fraction : float in (0, 1) or None, default=None
+        The papers' alpha: a node with fewer than ``alpha * n`` rows is not split.
+    criterion : {"sse", "newton"}, default="sse"
+        ``"sse"``: first-order SSE reduction of the residuals (the papers' Eq. 1);
+        ``"newton"``: hessian-weighted gain as in LightGBM (not a paper method).
+    leaf_estimate : {"mean", "newton"}, default="mean"
+        Leaf value before shrinkage: mean residual (the papers' least-squares fit) or
+        ``sum r / (sum h + reg_lambda)`` (one Newton step, as LightGBM).
+    reg_lambda : float, default=0.0
+        L2 term added to hessian sums of the Newton forms.
+    min_child_weight : float, default=1e-3
+        Minimum sum of the second channel (weights or hessians) in a child.
+    max_bins : int, default=255
+        Value bins per feature (NaN has an extra bin).
+    bin_subsample : int or None, default=200000
+        Rows used to find bin edges.
+    early_stopping_rounds : int or None, default=None
+        Stop when the first eval set's loss has not improved for this many trees;
+        the model keeps the trees up to the best iteration.  Needs ``eval_set``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of every random choice (bin subsample); same seed, same model.
+    n_threads : int or None, default=None
+        Threads of the numba kernels (None: numba's default, all cores).
+"""
+
+
+@contextmanager
+def _num_threads(n):
+    if n is None:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+class _GBFSBase(SelectorMixin, BaseEstimator):
+    _loss = ""
+
+    def __init__(self, *, method="agbm", mu=0.01, feature_costs=None, feature_bags=None,
+                 n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
+                 min_samples_leaf=20, min_node_fraction=None, criterion="sse",
+                 leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
+                 bin_subsample=200_000, early_stopping_rounds=None, random_state=None,
+                 n_threads=None):
+        self.method = method
+        self.mu = mu
+        self.feature_costs = feature_costs
+        self.feature_bags = feature_bags
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.max_depth = max_depth
+        self.max_leaves = max_leaves
+        self.min_samples_leaf = min_samples_leaf
+        self.min_node_fraction = min_node_fraction
+        self.criterion = criterion
+        self.leaf_estimate = leaf_estimate
+        self.reg_lambda = reg_lambda
+        self.min_child_weight = min_child_weight
+        self.max_bins = max_bins
+        self.bin_subsample = bin_subsample
+        self.early_stopping_rounds = early_stopping_rounds
+        self.random_state = random_state
+        self.n_threads = n_threads
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+    # -- validation ----------------------------------------------------------------------------
+    def _validate_params(self) -> BoostingParams:
+        method = V.check_choice("method", self.method, V.METHODS)
+        mu = V.check_real("mu", self.mu, low=0.0)
+        if method == "agbm" and mu > 1.0:
+            raise ValueError(f"mu must be in [0, 1] for method='agbm' (normalised gains are at most 1), "
+                             f"got {self.mu!r}")
+        growth = GrowthParams(
+            max_depth=V.check_int("max_depth", self.max_depth, 1, allow_none=True),
+            max_leaves=V.check_int("max_leaves", self.max_leaves, 2, allow_none=True),
+            min_samples_leaf=V.check_int("min_samples_leaf", self.min_samples_leaf, 1),
+            min_node_fraction=V.check_real("min_node_fraction", self.min_node_fraction, 0.0, 1.0,
+                                           low_open=True, high_open=True, allow_none=True),
+            min_child_weight=V.check_real("min_child_weight", self.min_child_weight, low=0.0),
+            reg_lambda=V.check_real("reg_lambda", self.reg_lambda, low=0.0),
+        )
+        V.check_int("max_bins", self.max_bins, 2)
+        if self.max_bins > MAX_BINS:
+            raise ValueError(f"max_bins must be <= {MAX_BINS}, got {self.max_bins!r}")
+        V.check_int("bin_subsample", self.bin_subsample, 1000, allow_none=True)
+        V.check_int("early_stopping_rounds", self.early_stopping_rounds, 1, allow_none=True)
+        n_threads = V.check_int("n_threads", self.n_threads, 1, allow_none=True)
+        if n_threads is not None and n_threads > numba.config.NUMBA_NUM_THREADS:
+            raise ValueError(f"n_threads={n_threads} exceeds the {numba.config.NUMBA_NUM_THREADS} "
+                             "threads numba was started with (set NUMBA_NUM_THREADS to allow more)")
+        return BoostingParams(
+            loss=self._loss, method=method,
+            n_estimators=V.check_int("n_estimators", self.n_estimators, 1),
+            learning_rate=V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True),
+            criterion=V.check_choice("criterion", self.criterion, V.CRITERIA),
+            leaf_estimate=V.check_choice("leaf_estimate", self.leaf_estimate, V.LEAF_ESTIMATES),
+            growth=growth)
+
+    def _check_X(self, X, reset: bool, name: str = "X"):
+        V.reject_non_numeric(X, name)
+        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan",
+                             order="C")
+
+    def _check_eval_set(self, eval_set):
+        if eval_set is None:
+            return []
+        if isinstance(eval_set, tuple):
+            eval_set = [eval_set]
+        if not isinstance(eval_set, list):
+            raise TypeError("eval_set must be a tuple (X_val, y_val) or a list of such tuples, "
+                            f"got {type(eval_set).__name__}")
+        out = []
+        for k, pair in enumerate(eval_set):
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise TypeError(f"eval_set[{k}] must be a tuple (X_val, y_val)")
+            Xv, yv = pair
+            try:
+                Xv = self._check_X(Xv, reset=False, name=f"eval_set[{k}] X")
+            except ValueError as e:
+                raise ValueError(f"eval_set[{k}]: {e}") from e
+            yv = np.asarray(yv)
+            if yv.ndim != 1 or yv.shape[0] != Xv.shape[0]:
+                raise ValueError(f"eval_set[{k}]: y has shape {yv.shape}, expected ({Xv.shape[0]},)")
+            out.append((Xv, self._encode_y(yv, f"eval_set[{k}] y")))
+        return out
+
+    # -- fit -------------------------------------------------------------------------------------
+    def fit(self, X, y, eval_set=None, callbacks=None):
+        """Fit the boosted ensemble.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+            Numeric features; NaN is allowed (it has its own bin), +-inf is not.
+        y : array-like of shape (n_samples,)
+        eval_set : tuple (X_val, y_val) or list of such tuples, optional
+            Scored after every tree (``history_`` keys ``val_*``, ``val1_*``, ...).
+        callbacks : list of callables, optional
+            LightGBM-style callbacks receiving a :class:`gbfs.callbacks.CallbackEnv`.
+
+        Returns
+        -------
+        self
+        """
+        params = self._validate_params()
+        callbacks = V.check_callbacks(callbacks)
+        V.reject_non_numeric(X, "X")
+        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan",
+                             order="C", y_numeric=self._loss != "logistic")
+        y = self._fit_target(y)
+        evals = self._check_eval_set(eval_set)
+        d = X.shape[1]
+        costs = V.check_feature_vector("feature_costs", self.feature_costs, d, "cost")
+        bags = V.check_feature_vector("feature_bags", self.feature_bags, d, "bag")
+        if self.early_stopping_rounds is not None:
+            if not evals:
+                raise ValueError("early_stopping_rounds needs eval_set")
+            callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        with _num_threads(self.n_threads):
+            self._bin_mapper = BinMapper(self.max_bins, self.bin_subsample,
+                                         np.random.default_rng(seed)).fit(X)
+            X_binned = self._bin_mapper.transform(X)
+            named = [("val" if k == 0 else f"val{k}", self._bin_mapper.transform(Xv), yv)
+                     for k, (Xv, yv) in enumerate(evals)]
+            usage = FeatureUsage(d, float(self.mu), costs, bags)
+            result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self)
+        self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration)
+        return self
+
+    def _set_fitted(self, trees, init_score, history, best_iteration):
+        if best_iteration is not None:
+            trees = trees[:best_iteration + 1]
+        self._trees = trees
+        self._packed = PackedEnsemble(trees)
+        self.init_score_ = float(init_score)
+        self.history_ = history
+        self.best_iteration_ = best_iteration
+        self.n_iter_ = len(trees)
+        order, gains = [], np.zeros(self.n_features_in_)
+        seen = set()
+        for t in trees:
+            for f in t.used_features():
+                if f not in seen:
+                    seen.add(int(f))
+                    order.append(int(f))
+            np.add.at(gains, t.feature[t.feature >= 0], t.gain[t.feature >= 0])
+        self.selected_features_ = np.asarray(order, dtype=np.int64)
+        self.n_features_selected_ = len(order)
+        total = gains.sum()
+        self.feature_importances_ = gains / total if total > 0 else gains
+        if hasattr(self, "feature_names_in_"):
+            self.selected_feature_names_ = [str(self.feature_names_in_[f]) for f in order]
+        else:
+            self.selected_feature_names_ = [f"x{f}" for f in order]
+
+    # -- prediction ------------------------------------------------------------------------------
+    def _raw_predict(self, X):
+        check_is_fitted(self, "_trees")
+        X = self._check_X(X, reset=False)
+        raw = np.full(X.shape[0], self.init_score_, dtype=np.float64)
+        with _num_threads(self.n_threads):
+            self._packed.predict_raw(X, raw)
+        return raw
+
+    def _get_support_mask(self):
+        check_is_fitted(self, "_trees")
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[self.selected_features_] = True
+        return mask
+
+    @property
+    def trees_(self):
+        """The fitted trees (:class:`gbfs.tree.Tree`), in boosting order."""
+        check_is_fitted(self, "_trees")
+        return list(self._trees)
+
+    @property
+    def bin_edges_(self):
+        """Per-feature bin edges fitted on the training data (list of arrays)."""
+        check_is_fitted(self, "_trees")
+        bm = self._bin_mapper
+        return [bm.bin_edges_[f, :bm.n_edges_[f]].copy() for f in range(bm.n_edges_.shape[0])]
+
+    def save_model(self, path) -> None:
+        """Write the fitted model as versioned JSON (see :mod:`gbfs.model_io`)."""
+        from .model_io import save_model
+
+        save_model(self, path)
+
+
+class GBFSClassifier(ClassifierMixin, _GBFSBase):
+    __doc__ = ("Gradient boosted feature selection for binary classification (log-loss).\n"
+               "\n    Any two labels are accepted; ``classes_[1]`` is the positive class.\n"
+               + _PARAM_DOC)
+    _loss = "logistic"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _fit_target(self, y):
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}")
+        classes = np.unique(y)
+        if classes.shape[0] != 2:
+            if classes.shape[0] < 2:
+                raise ValueError(f"y has only one class ({classes.tolist()}); "
+                                 "GBFSClassifier needs exactly two classes")
+            raise ValueError(f"y has {classes.shape[0]} classes; GBFSClassifier is a binary "
+                             f"classifier and needs exactly two (got {classes[:10].tolist()}...)")
+        self.classes_ = classes
+        return (y == classes[1]).astype(np.float64)
+
+    def _encode_y(self, y, name):
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if unknown.size:
+            raise ValueError(f"{name} has labels {unknown[:10].tolist()} not seen in y "
+                             f"(classes: {self.classes_.tolist()})")
+        return (y == self.classes_[1]).astype(np.float64)
+
+    def decision_function(self, X):
+        """Raw log-odds of ``classes_[1]``."""
+        return self._raw_predict(X)
+
+    def predict_proba(self, X):
+        p = 1.0 / (1.0 + np.exp(-self._raw_predict(X)))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        return self.classes_[(self._raw_predict(X) > 0).astype(int)]
+
+
+class GBFSRegressor(RegressorMixin, _GBFSBase):
+    __doc__ = "Gradient boosted feature selection for regression (squared error).\n" + _PARAM_DOC
+    _loss = "squared_error"
+
+    def _fit_target(self, y):
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}")
+        return y.astype(np.float64)
+
+    def _encode_y(self, y, name):
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"{name} must be numeric: {e}") from e
+        if not np.all(np.isfinite(y)):
+            raise ValueError(f"{name} contains NaN or infinity")
+        return y
+
+    def predict(self, X):
+        return self._raw_predict(X)
+

@@ -1,0 +1,268 @@
+"""Best-first tree growth with penalised split selection (issue 2, parts 4-5).
+
+The grower is plain Python over numba kernels, as in pygbm.  Its inputs are the
+rows used for this tree with their weighted residuals/second channel (so row
+samplers plug in without touching it), the feature-usage state Omega (shared with
+the whole ensemble) and the normaliser (1 for GBFS, SSE_root for A-GBM).
+
+Growth is best-first: the pending leaf with the largest penalised score is split
+next, until ``max_leaves`` is reached or no pending leaf has a positive score (the
+papers' rule: a node is a leaf when no split has a positive penalised score).
+Every split that adds a new feature (bag) to Omega lowers penalties, so all pending
+leaves are re-scored from their cached per-feature gains before the next pick --
+the refresh that LightGBM's CEGB missed (its issues 3245 and 3679).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ._types import MISSING_BIN, ROW_DTYPE
+from .histogram import build_histogram, gather, new_histogram, subtract_histograms
+from .penalty import FeatureUsage
+from .splitting import best_splits_per_feature, penalized_best
+from .tree import TreeBuilder
+
+
+@dataclass
+class GrowthParams:
+    """Tree-shape and regularisation parameters (validated by the estimator)."""
+
+    max_depth: int | None = None
+    max_leaves: int | None = 31
+    min_samples_leaf: int = 20
+    min_node_fraction: float | None = None  # the papers' alpha
+    min_child_weight: float = 1e-3
+    reg_lambda: float = 0.0
+
+
+@njit(cache=True, nogil=True)
+def split_partition(partition, start, end, col, bin_threshold, missing_left, buffer):
+    """Stable in-place split of ``partition[start:end]``; returns the left child's size."""
+    n_left = 0
+    n_right = 0
+    for i in range(start, end):
+        row = partition[i]
+        b = col[row]
+        if b == MISSING_BIN:
+            go_left = missing_left
+        else:
+            go_left = b <= bin_threshold
+        if go_left:
+            partition[start + n_left] = row  # never overtakes i: safe in place
+            n_left += 1
+        else:
+            buffer[n_right] = row
+            n_right += 1
+    for k in range(n_right):
+        partition[start + n_left + k] = buffer[k]
+    return n_left
+
+
+class _Node:
+    __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "gain", "bin",
+                 "missing_left", "left_sums", "feature", "score", "version")
+
+    def __init__(self, node_id, start, end, depth, sum_g, sum_h):
+        self.id = node_id
+        self.start = start
+        self.end = end
+        self.depth = depth
+        self.sum_g = sum_g
+        self.sum_h = sum_h
+        self.hist = None
+        self.feature = -1
+        self.score = -np.inf
+        self.version = -1
+
+    @property
+    def count(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class GrownTree:
+    """A grown tree's structure and the row partition that produced it."""
+
+    builder: TreeBuilder
+    partition: np.ndarray  # rows, grouped by leaf
+    leaf_ids: np.ndarray  # node id of each leaf
+    leaf_starts: np.ndarray
+    leaf_ends: np.ndarray
+
+
+class TreeGrower:
+    """Grows one tree per call; keeps reusable buffers across the trees of a fit.
+
+    Parameters
+    ----------
+    X_binned : ndarray of uint8, Fortran-ordered, shape (n_rows, n_features)
+    bin_mapper : BinMapper
+        Gives the number of bins per feature and the raw thresholds.
+    params : GrowthParams
+    """
+
+    def __init__(self, X_binned, bin_mapper, params: GrowthParams):
+        self.X_binned = X_binned
+        self.bin_mapper = bin_mapper
+        self.n_bins = bin_mapper.n_bins_non_missing_
+        self.params = params
+        n, d = X_binned.shape
+        self.n_features = d
+        self._free_hists: list[np.ndarray] = []
+        self._r_ord = np.empty(n, dtype=np.float64)
+        self._h_ord = np.empty(n, dtype=np.float64)
+        self._buffer = np.empty(n, dtype=ROW_DTYPE)
+
+    # -- histogram pool: page-faulting a fresh 30 MB histogram per node costs more than building it
+    def _get_hist(self):
+        return self._free_hists.pop() if self._free_hists else new_histogram(self.n_features)
+
+    def _release(self, node):
+        if node.hist is not None:
+            self._free_hists.append(node.hist)
+            node.hist = None
+
+    def release_buffers(self) -> None:
+        self._free_hists.clear()
+
+    def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: FeatureUsage,
+             norm: float) -> GrownTree:
+        """Grow a tree on ``rows``.
+
+        Parameters
+        ----------
+        rows : ndarray of int32
+            Training rows used for this tree (sorted).
+        rw, hw : ndarray of float64, shape (n_rows,)
+            Per-row weighted residual ``w_i r_i`` and second channel (``w_i`` for the
+            SSE criterion, ``w_i h_i`` for Newton); only entries in ``rows`` are read.
+        usage : FeatureUsage
+            Omega; updated in place as splits use new features.
+        norm : float
+            Divisor of the gain: 1 (GBFS) or SSE_root (A-GBM).
+        """
+        self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
+        p = self.params
+        n = rows.shape[0]
+        self._min_count = max(2 * p.min_samples_leaf,
+                              math.ceil(p.min_node_fraction * n) if p.min_node_fraction else 0, 2)
+        partition = np.array(rows, dtype=ROW_DTYPE)
+        self._partition = partition
+        builder = TreeBuilder()
+        root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(rw[rows])), float(np.sum(hw[rows])))
+        pending, done = [], []
+        if self._splittable(root):
+            root.hist = self._get_hist()
+            self._build(root)
+            self._find_splits(root)
+            pending.append(root)
+        else:
+            done.append(root)
+        n_leaves = 1
+        while pending and (p.max_leaves is None or n_leaves < p.max_leaves):
+            for node in pending:  # refresh: Omega may have grown since the node was scored
+                if node.version != usage.version:
+                    self._score(node)
+            best = max(pending, key=lambda nd: nd.score)
+            if not best.score > 0.0:
+                break
+            pending.remove(best)
+            children = self._split(best, builder)
+            n_leaves += 1
+            for child in children:
+                (pending if child.gain is not None else done).append(child)
+        for node in pending:
+            self._release(node)
+        leaves = sorted(done + pending, key=lambda nd: nd.start)
+        return GrownTree(builder, partition,
+                         np.array([nd.id for nd in leaves], dtype=np.int64),
+                         np.array([nd.start for nd in leaves], dtype=np.int64),
+                         np.array([nd.end for nd in leaves], dtype=np.int64))
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _splittable(self, node) -> bool:
+        p = self.params
+        if p.max_depth is not None and node.depth >= p.max_depth:
+            return False
+        return node.count >= self._min_count and node.sum_h >= 2 * p.min_child_weight
+
+    def _may_need_hist(self, node) -> bool:
+        """Can a child of ``node`` be splittable (so that this histogram feeds a subtraction)?"""
+        p = self.params
+        if p.max_depth is not None and node.depth + 1 >= p.max_depth:
+            return False
+        return node.count >= self._min_count + p.min_samples_leaf
+
+    def _build(self, node) -> None:
+        rows = self._partition[node.start:node.end]
+        r_ord = self._r_ord[:node.count]
+        h_ord = self._h_ord[:node.count]
+        gather(self._rw, rows, r_ord)
+        gather(self._hw, rows, h_ord)
+        build_histogram(self.X_binned, rows, r_ord, h_ord, node.hist)
+
+    def _find_splits(self, node) -> None:
+        d = self.n_features
+        p = self.params
+        node.gain = np.empty(d, dtype=np.float64)
+        node.bin = np.empty(d, dtype=np.int32)
+        node.missing_left = np.empty(d, dtype=np.bool_)
+        node.left_sums = np.empty((d, 3), dtype=np.float64)
+        best_splits_per_feature(node.hist, self.n_bins, node.sum_g, node.sum_h, float(node.count),
+                                float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda,
+                                node.gain, node.bin, node.missing_left, node.left_sums)
+        self._score(node)
+        if not self._may_need_hist(node):
+            self._release(node)
+
+    def _score(self, node) -> None:
+        node.feature, node.score = penalized_best(node.gain, self._usage.penalty(), self._norm)
+        node.version = self._usage.version
+
+    def _split(self, node, builder):
+        f = node.feature
+        b = int(node.bin[f])
+        ml = bool(node.missing_left[f])
+        n_left = split_partition(self._partition, node.start, node.end, self.X_binned[:, f], b, ml,
+                                 self._buffer)
+        lg, lh, lc = node.left_sums[f]
+        assert int(lc) == n_left, "histogram and partition disagree"
+        left = _Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
+        right = _Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
+                      node.depth + 1, node.sum_g - lg, node.sum_h - lh)
+        builder.set_split(node.id, f, self.bin_mapper.threshold(f, b), b, ml, left.id, right.id,
+                          float(node.gain[f]))
+        self._usage.mark_used(f)
+        self._child_histograms(node, left, right)
+        for child in (left, right):
+            if child.hist is not None:
+                self._find_splits(child)
+            else:
+                child.gain = None
+        node.gain = node.left_sums = None  # free the per-feature arrays of an internal node
+        return left, right
+
+    def _child_histograms(self, parent, left, right) -> None:
+        """Histograms of the splittable children: build the smaller, subtract for its sibling."""
+        need = [c for c in (left, right) if self._splittable(c)]
+        if not need:
+            self._release(parent)
+            return
+        small, large = (left, right) if left.count <= right.count else (right, left)
+        if parent.hist is not None and self._splittable(large):
+            small.hist = self._get_hist()
+            self._build(small)
+            subtract_histograms(parent.hist, small.hist, parent.hist)
+            large.hist, parent.hist = parent.hist, None
+            if not self._splittable(small):
+                self._release(small)
+        else:
+            self._release(parent)
+            for child in need:
+                child.hist = self._get_hist()
+                self._build(child)

@@ -1,0 +1,98 @@
+"""Losses: residuals (negative gradients) and hessians as numba kernels (issue 2, part 2).
+
+The papers fit each tree to the residuals ``r_i = -dl/dF(x_i)`` (the ``g_i`` of
+Eq. 1 of the GT-GBM paper and Eq. 14 of the GBFS paper); the hessian is only used
+by the optional Newton criterion and leaf values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit(parallel=True, cache=True)
+def _logistic_residuals(y, raw, r, h):
+    for i in prange(y.shape[0]):
+        p = 1.0 / (1.0 + math.exp(-raw[i]))
+        r[i] = y[i] - p
+        h[i] = p * (1.0 - p)
+
+
+@njit(parallel=True, cache=True)
+def _logistic_loss(y, raw):
+    total = 0.0
+    for i in prange(y.shape[0]):
+        f = raw[i]
+        # log(1 + exp(f)) - y f, written to stay finite for large |f|
+        if f > 0:
+            total += f + math.log1p(math.exp(-f)) - y[i] * f
+        else:
+            total += math.log1p(math.exp(f)) - y[i] * f
+    return total / y.shape[0]
+
+
+@njit(parallel=True, cache=True)
+def _squared_residuals(y, raw, r, h):
+    for i in prange(y.shape[0]):
+        r[i] = y[i] - raw[i]
+        h[i] = 1.0
+
+
+@njit(parallel=True, cache=True)
+def _squared_loss(y, raw):
+    total = 0.0
+    for i in prange(y.shape[0]):
+        e = y[i] - raw[i]
+        total += 0.5 * e * e
+    return total / y.shape[0]
+
+
+class LogisticLoss:
+    """Binary log-loss on labels in {0, 1}; raw scores are log-odds."""
+
+    name = "logistic"
+
+    @staticmethod
+    def init_score(y: np.ndarray) -> float:
+        p = float(np.clip(np.mean(y), 1e-15, 1 - 1e-15))
+        return math.log(p / (1.0 - p))
+
+    @staticmethod
+    def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
+        _logistic_residuals(y, raw, r, h)
+
+    @staticmethod
+    def loss(y: np.ndarray, raw: np.ndarray) -> float:
+        return float(_logistic_loss(y, raw))
+
+    @staticmethod
+    def inverse_link(raw: np.ndarray) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-raw))
+
+
+class SquaredLoss:
+    """Half squared error; raw scores are predictions."""
+
+    name = "squared_error"
+
+    @staticmethod
+    def init_score(y: np.ndarray) -> float:
+        return float(np.mean(y))
+
+    @staticmethod
+    def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
+        _squared_residuals(y, raw, r, h)
+
+    @staticmethod
+    def loss(y: np.ndarray, raw: np.ndarray) -> float:
+        return float(_squared_loss(y, raw))
+
+    @staticmethod
+    def inverse_link(raw: np.ndarray) -> np.ndarray:
+        return raw
+
+
+LOSSES = {LogisticLoss.name: LogisticLoss, SquaredLoss.name: SquaredLoss}

@@ -1,0 +1,44 @@
+"""Evaluation metrics recorded in ``history_`` (and used by the harness)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _auc_sorted(y_sorted, s_sorted):
+    """Mann-Whitney AUC; tied scores share their average rank."""
+    n = y_sorted.shape[0]
+    n_pos = 0.0
+    rank_sum = 0.0
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and s_sorted[j + 1] == s_sorted[i]:
+            j += 1
+        avg_rank = (i + j) / 2.0 + 1.0
+        for k in range(i, j + 1):
+            if y_sorted[k] > 0.5:
+                n_pos += 1.0
+                rank_sum += avg_rank
+        i = j + 1
+    n_neg = n - n_pos
+    if n_pos == 0.0 or n_neg == 0.0:
+        return np.nan
+    return (rank_sum - n_pos * (n_pos + 1.0) / 2.0) / (n_pos * n_neg)
+
+
+def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
+    """Area under the ROC curve of scores ``score`` for labels ``y`` in {0, 1} (NaN if one class)."""
+    order = np.argsort(score, kind="stable")
+    return float(_auc_sorted(np.asarray(y, dtype=np.float64)[order], np.asarray(score)[order]))
+
+
+def rmse(y: np.ndarray, pred: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((np.asarray(y, dtype=np.float64) - pred) ** 2)))
+
+
+def log_loss(y: np.ndarray, proba: np.ndarray) -> float:
+    p = np.clip(proba, 1e-15, 1 - 1e-15)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))

@@ -1,0 +1,60 @@
+"""The ensemble-wide used-feature state Omega and the penalty vector it induces.
+
+GBFS (Eq. 1 of the GT-GBM paper; Eq. 11/14 of the GBFS paper) charges
+``mu * c_j`` the first time feature ``j`` is used; with feature bags (GBFS paper,
+Section 4.2) the charge is per bag: once any feature of a bag is used, every
+feature of that bag is free.  The split search receives the resulting vector; it
+never sees mu, costs or bags.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class FeatureUsage:
+    """Omega, the features used so far by the ensemble (and the tree being grown).
+
+    Parameters
+    ----------
+    n_features : int
+    mu : float
+        Penalty weight (in gain units for GBFS, in normalised-gain units for A-GBM).
+    costs : ndarray of shape (n_features,) or None
+        Per-feature multipliers ``c_j`` (default 1).
+    bags : ndarray of int, shape (n_features,) or None
+        Bag id of every feature (default: each feature its own bag).
+    """
+
+    def __init__(self, n_features: int, mu: float, costs: np.ndarray | None = None,
+                 bags: np.ndarray | None = None):
+        self.mu = float(mu)
+        self.costs = np.ones(n_features) if costs is None else np.asarray(costs, dtype=np.float64)
+        if bags is None:
+            self.bag_of = np.arange(n_features, dtype=np.int64)
+        else:
+            # relabel arbitrary ids to 0..n_bags-1
+            _, self.bag_of = np.unique(np.asarray(bags), return_inverse=True)
+        self.bag_used = np.zeros(int(self.bag_of.max()) + 1 if n_features else 0, dtype=bool)
+        self.used = np.zeros(n_features, dtype=bool)
+        self.order: list[int] = []  # features in order of first use
+        self._penalty = self.mu * self.costs
+        self.version = 0  # bumped whenever the penalty vector changes
+
+    def penalty(self) -> np.ndarray:
+        """``mu * c_j * 1{bag(j) has no used feature}`` (shared, do not modify)."""
+        return self._penalty
+
+    def mark_used(self, feature: int) -> bool:
+        """Add ``feature`` to Omega; return True if the penalty vector changed."""
+        if self.used[feature]:
+            return False
+        self.used[feature] = True
+        self.order.append(int(feature))
+        bag = self.bag_of[feature]
+        if self.bag_used[bag]:
+            return False
+        self.bag_used[bag] = True
+        self._penalty = np.where(self.bag_used[self.bag_of], 0.0, self.mu * self.costs)
+        self.version += 1
+        return True

@@ -1,0 +1,144 @@
+"""Fitted trees and ensemble prediction kernels.
+
+A tree is a set of parallel node arrays (pygbm's predictor records, without a
+structured dtype so the model file is plain JSON).  Node 0 is the root; a leaf has
+``feature == -1``.  ``value`` already includes the learning rate.
+
+For prediction the trees of an ensemble are packed into one flat set of arrays
+(child indices made absolute) so one parallel kernel walks all trees for each row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from ._types import MISSING_BIN
+
+
+@dataclass
+class Tree:
+    feature: np.ndarray  # int32, -1 for leaves
+    threshold: np.ndarray  # float64 raw threshold: x <= threshold goes left
+    bin_threshold: np.ndarray  # int32: bin <= bin_threshold goes left
+    missing_left: np.ndarray  # bool: NaN goes left
+    left: np.ndarray  # int32 child ids, -1 for leaves
+    right: np.ndarray
+    value: np.ndarray  # float64 leaf values (shrunk), 0 for internal nodes
+    gain: np.ndarray  # float64 unpenalised gain of the split, 0 for leaves
+    count: np.ndarray  # int64 training rows reaching the node
+
+    FIELDS = ("feature", "threshold", "bin_threshold", "missing_left", "left", "right", "value",
+              "gain", "count")
+    DTYPES = (np.int32, np.float64, np.int32, np.bool_, np.int32, np.int32, np.float64, np.float64,
+              np.int64)
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(np.sum(self.feature < 0))
+
+    def used_features(self) -> np.ndarray:
+        """Split features in node order (node order is the order of the splits)."""
+        return self.feature[self.feature >= 0]
+
+
+class TreeBuilder:
+    """Append-only node store used by the grower."""
+
+    def __init__(self):
+        self.cols = {name: [] for name in Tree.FIELDS}
+
+    def add_node(self, count: int) -> int:
+        for name, v in zip(Tree.FIELDS, (-1, np.inf, -1, False, -1, -1, 0.0, 0.0, count)):
+            self.cols[name].append(v)
+        return len(self.cols["feature"]) - 1
+
+    def set_split(self, node, feature, threshold, bin_threshold, missing_left, left, right, gain):
+        c = self.cols
+        c["feature"][node] = feature
+        c["threshold"][node] = threshold
+        c["bin_threshold"][node] = bin_threshold
+        c["missing_left"][node] = missing_left
+        c["left"][node] = left
+        c["right"][node] = right
+        c["gain"][node] = gain
+
+    def build(self, values: np.ndarray) -> Tree:
+        arrays = {name: np.asarray(self.cols[name], dtype=dt) for name, dt in zip(Tree.FIELDS, Tree.DTYPES)}
+        arrays["value"] = np.asarray(values, dtype=np.float64)
+        return Tree(**arrays)
+
+
+class PackedEnsemble:
+    """Trees concatenated for the prediction kernels."""
+
+    def __init__(self, trees: list[Tree]):
+        offsets = np.cumsum([0] + [t.n_nodes for t in trees])
+        self.roots = offsets[:-1].astype(np.int32)
+
+        def cat(name, dtype):
+            if not trees:
+                return np.zeros(0, dtype=dtype)
+            return np.concatenate([getattr(t, name) for t in trees]).astype(dtype)
+
+        self.feature = cat("feature", np.int32)
+        self.threshold = cat("threshold", np.float64)
+        self.bin_threshold = cat("bin_threshold", np.int32)
+        self.missing_left = cat("missing_left", np.bool_)
+        self.value = cat("value", np.float64)
+        left, right = [], []
+        for t, off in zip(trees, self.roots):
+            left.append(np.where(t.left >= 0, t.left + off, -1))
+            right.append(np.where(t.right >= 0, t.right + off, -1))
+        self.left = np.concatenate(left).astype(np.int32) if trees else np.zeros(0, np.int32)
+        self.right = np.concatenate(right).astype(np.int32) if trees else np.zeros(0, np.int32)
+
+    def predict_raw(self, X: np.ndarray, out: np.ndarray) -> None:
+        """Add the ensemble's output on raw (float64, C-ordered) rows to ``out``."""
+        _predict_raw(X, self.roots, self.feature, self.threshold, self.missing_left, self.left,
+                     self.right, self.value, out)
+
+    def predict_binned(self, X_binned: np.ndarray, out: np.ndarray) -> None:
+        """Add the ensemble's output on binned rows (training bin mapper) to ``out``."""
+        _predict_binned(X_binned, self.roots, self.feature, self.bin_threshold, self.missing_left,
+                        self.left, self.right, self.value, out)
+
+
+@njit(parallel=True, cache=True)
+def _predict_raw(X, roots, feature, threshold, missing_left, left, right, value, out):
+    for i in prange(X.shape[0]):
+        acc = 0.0
+        for t in range(roots.shape[0]):
+            node = roots[t]
+            while feature[node] >= 0:
+                x = X[i, feature[node]]
+                if np.isnan(x):
+                    go_left = missing_left[node]
+                else:
+                    go_left = x <= threshold[node]
+                node = left[node] if go_left else right[node]
+            acc += value[node]
+        out[i] += acc
+
+
+@njit(parallel=True, cache=True)
+def _predict_binned(X_binned, roots, feature, bin_threshold, missing_left, left, right, value, out):
+    for i in prange(X_binned.shape[0]):
+        acc = 0.0
+        for t in range(roots.shape[0]):
+            node = roots[t]
+            while feature[node] >= 0:
+                b = X_binned[i, feature[node]]
+                if b == MISSING_BIN:
+                    go_left = missing_left[node]
+                else:
+                    go_left = b <= bin_threshold[node]
+                node = left[node] if go_left else right[node]
+            acc += value[node]
+        out[i] += acc
