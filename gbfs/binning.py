@@ -81,15 +81,16 @@ def _map_to_bins(X, edges, n_edges, out):
                 if np.isnan(v):
                     out[i, f] = MISSING_BIN
                     continue
-                lo = 0
-                hi = n_edges[f]
+                # branchless lower bound (first edge >= v): random values make a branchy
+                # binary search mispredict at every level
                 e = edges[f]
-                while lo < hi:  # first edge >= v
-                    mid = (lo + hi) >> 1
-                    if e[mid] < v:
-                        lo = mid + 1
-                    else:
-                        hi = mid
+                lo = 0
+                size = n_edges[f]
+                while size > 0:
+                    half = size >> 1
+                    step = size - half
+                    lo = lo + step if e[lo + half] < v else lo
+                    size = half
                 out[i, f] = lo
 
 

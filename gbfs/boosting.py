@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from .callbacks import CallbackEnv, EarlyStopException
 from .grower import GrowthParams, TreeGrower
@@ -40,9 +40,9 @@ class BoostingResult:
     best_iteration: int | None
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _leaf_sums(partition, starts, ends, num, den, out_num, out_den):
-    for k in prange(starts.shape[0]):
+    for k in range(starts.shape[0]):
         a = 0.0
         b = 0.0
         for i in range(starts[k], ends[k]):
@@ -53,9 +53,9 @@ def _leaf_sums(partition, starts, ends, num, den, out_num, out_den):
         out_den[k] = b
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _add_leaf_values(partition, starts, ends, values, raw):
-    for k in prange(starts.shape[0]):
+    for k in range(starts.shape[0]):
         for i in range(starts[k], ends[k]):
             raw[partition[i]] += values[k]
 

@@ -8,6 +8,7 @@ least one split of the fitted ensemble.
 
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 import numba
@@ -216,14 +217,19 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with _num_threads(self.n_threads):
+            t0 = time.perf_counter()
             self._bin_mapper = BinMapper(self.max_bins, self.bin_subsample,
                                          np.random.default_rng(seed)).fit(X)
             X_binned = self._bin_mapper.transform(X)
             named = [("val" if k == 0 else f"val{k}", self._bin_mapper.transform(Xv), yv)
                      for k, (Xv, yv) in enumerate(evals)]
+            t1 = time.perf_counter()
             usage = FeatureUsage(d, float(self.mu), costs, bags)
             result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self)
+            t2 = time.perf_counter()
         self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration)
+        self.timings_ = {"binning_seconds": t1 - t0, "boosting_seconds": t2 - t1,
+                         "binned_bytes": int(X_binned.nbytes)}
         return self
 
     def _set_fitted(self, trees, init_score, history, best_iteration):

@@ -19,12 +19,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import numba
 from numba import njit
 
-from ._types import MISSING_BIN, ROW_DTYPE
-from .histogram import build_histogram, gather, new_histogram, subtract_histograms
+from ._types import MISSING_BIN, N_BINS, ROW_DTYPE
+from .histogram import build_histogram, gather, new_histogram
 from .penalty import FeatureUsage
-from .splitting import best_splits_per_feature, penalized_best
+from .splitting import build_and_scan, penalized_best, subtract_and_scan
 from .tree import TreeBuilder
 
 
@@ -38,6 +39,12 @@ class GrowthParams:
     min_node_fraction: float | None = None  # the papers' alpha
     min_child_weight: float = 1e-3
     reg_lambda: float = 0.0
+    # Histograms kept for the subtraction trick may use at most this multiple of the binned
+    # matrix's memory; beyond it children are built directly from their rows.
+    histogram_memory_ratio: float = 1.5
+    # A node's histogram is kept only if it has at least this many rows: for smaller nodes building
+    # both children from rows is cheaper than the extra passes over a (n_features x 256) histogram.
+    subtraction_min_rows: int = 2048
 
 
 @njit(cache=True, nogil=True)
@@ -113,14 +120,29 @@ class TreeGrower:
         self.params = params
         n, d = X_binned.shape
         self.n_features = d
+        self.features = np.arange(d, dtype=np.int64)
+        self._n_chunks = max(1, min(d, 8 * numba.get_num_threads()))
+        hist_bytes = d * N_BINS * 3 * 8
+        # >= 2 buffers: one kept (the parent) plus the transient smaller child of a subtraction
+        self._max_hists = max(2, int(params.histogram_memory_ratio * X_binned.nbytes // hist_bytes))
+        self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
+        self._dummy_hist = np.empty((1, N_BINS, 3))
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
 
-    # -- histogram pool: page-faulting a fresh 30 MB histogram per node costs more than building it
+    # -- histogram pool: buffers are reused across nodes and trees (page-faulting a fresh
+    #    30 MB histogram per node costs more than filling it) and capped in number
     def _get_hist(self):
-        return self._free_hists.pop() if self._free_hists else new_histogram(self.n_features)
+        if self._free_hists:
+            return self._free_hists.pop()
+        self._n_hists += 1
+        return new_histogram(self.n_features)
+
+    def _can_keep(self) -> bool:
+        # reserve one buffer for the transient smaller child of a later subtraction
+        return len(self._free_hists) > 1 or self._n_hists + 1 < self._max_hists
 
     def _release(self, node):
         if node.hist is not None:
@@ -129,6 +151,7 @@ class TreeGrower:
 
     def release_buffers(self) -> None:
         self._free_hists.clear()
+        self._n_hists = 0
 
     def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: FeatureUsage,
              norm: float) -> GrownTree:
@@ -157,9 +180,7 @@ class TreeGrower:
         root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(rw[rows])), float(np.sum(hw[rows])))
         pending, done = [], []
         if self._splittable(root):
-            root.hist = self._get_hist()
-            self._build(root)
-            self._find_splits(root)
+            self._search(root)
             pending.append(root)
         else:
             done.append(root)
@@ -191,34 +212,56 @@ class TreeGrower:
             return False
         return node.count >= self._min_count and node.sum_h >= 2 * p.min_child_weight
 
-    def _may_need_hist(self, node) -> bool:
-        """Can a child of ``node`` be splittable (so that this histogram feeds a subtraction)?"""
+    def _keep_hist(self, node) -> bool:
+        """Keep this node's histogram so its children can use the subtraction trick?"""
         p = self.params
         if p.max_depth is not None and node.depth + 1 >= p.max_depth:
+            return False  # its children are leaves
+        if node.count < max(self._min_count + p.min_samples_leaf, p.subtraction_min_rows):
             return False
-        return node.count >= self._min_count + p.min_samples_leaf
+        return self._can_keep()
 
-    def _build(self, node) -> None:
+    def _gathered(self, node):
         rows = self._partition[node.start:node.end]
         r_ord = self._r_ord[:node.count]
         h_ord = self._h_ord[:node.count]
         gather(self._rw, rows, r_ord)
         gather(self._hw, rows, h_ord)
-        build_histogram(self.X_binned, rows, r_ord, h_ord, node.hist)
+        return rows, r_ord, h_ord
 
-    def _find_splits(self, node) -> None:
+    def _alloc_split_arrays(self, node) -> None:
         d = self.n_features
-        p = self.params
         node.gain = np.empty(d, dtype=np.float64)
         node.bin = np.empty(d, dtype=np.int32)
         node.missing_left = np.empty(d, dtype=np.bool_)
         node.left_sums = np.empty((d, 3), dtype=np.float64)
-        best_splits_per_feature(node.hist, self.n_bins, node.sum_g, node.sum_h, float(node.count),
-                                float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda,
-                                node.gain, node.bin, node.missing_left, node.left_sums)
+
+    def _search(self, node, keep=None) -> None:
+        """Best split per feature of ``node`` from its rows (fused build + scan)."""
+        p = self.params
+        keep = self._keep_hist(node) if keep is None else keep
+        self._alloc_split_arrays(node)
+        if keep:
+            node.hist = self._get_hist()
+        rows, r_ord, h_ord = self._gathered(node)
+        build_and_scan(self.X_binned, rows, r_ord, h_ord, self.features, self._n_chunks, keep,
+                       node.hist if keep else self._dummy_hist, self.n_bins, node.sum_g, node.sum_h,
+                       float(node.count), float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda,
+                       node.gain, node.bin, node.missing_left, node.left_sums)
         self._score(node)
-        if not self._may_need_hist(node):
-            self._release(node)
+
+    def _search_by_subtraction(self, large, parent_hist, small_hist) -> None:
+        """Best splits of ``large`` from ``parent - small``; the parent's buffer becomes large's."""
+        p = self.params
+        self._alloc_split_arrays(large)
+        subtract_and_scan(parent_hist, small_hist, self.features, self.n_bins, large.sum_g,
+                          large.sum_h, float(large.count), float(p.min_samples_leaf),
+                          p.min_child_weight, p.reg_lambda, large.gain, large.bin,
+                          large.missing_left, large.left_sums)
+        large.hist = parent_hist
+        if not self._keep_hist(large):
+            self._release(large)
+        self._score(large)
 
     def _score(self, node) -> None:
         node.feature, node.score = penalized_best(node.gain, self._usage.penalty(), self._norm)
@@ -238,31 +281,28 @@ class TreeGrower:
         builder.set_split(node.id, f, self.bin_mapper.threshold(f, b), b, ml, left.id, right.id,
                           float(node.gain[f]))
         self._usage.mark_used(f)
-        self._child_histograms(node, left, right)
-        for child in (left, right):
-            if child.hist is not None:
-                self._find_splits(child)
-            else:
-                child.gain = None
+        left.gain = right.gain = None
+        self._search_children(node, left, right)
         node.gain = node.left_sums = None  # free the per-feature arrays of an internal node
         return left, right
 
-    def _child_histograms(self, parent, left, right) -> None:
-        """Histograms of the splittable children: build the smaller, subtract for its sibling."""
-        need = [c for c in (left, right) if self._splittable(c)]
-        if not need:
-            self._release(parent)
-            return
+    def _search_children(self, parent, left, right) -> None:
+        """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
         if parent.hist is not None and self._splittable(large):
-            small.hist = self._get_hist()
-            self._build(small)
-            subtract_histograms(parent.hist, small.hist, parent.hist)
-            large.hist, parent.hist = parent.hist, None
-            if not self._splittable(small):
+            # the smaller child's histogram must exist in full for the subtraction
+            if self._splittable(small):
+                self._search(small, keep=True)
+            else:
+                small.hist = self._get_hist()
+                rows, r_ord, h_ord = self._gathered(small)
+                build_histogram(self.X_binned, rows, r_ord, h_ord, small.hist)
+            parent_hist, parent.hist = parent.hist, None
+            self._search_by_subtraction(large, parent_hist, small.hist)
+            if not (self._splittable(small) and self._keep_hist(small)):
                 self._release(small)
-        else:
-            self._release(parent)
-            for child in need:
-                child.hist = self._get_hist()
-                self._build(child)
+            return
+        self._release(parent)
+        for child in (small, large):
+            if self._splittable(child):
+                self._search(child)

@@ -64,8 +64,11 @@ def subtract_histograms(parent, child, out):
                 out[f, b, c] = parent[f, b, c] - child[f, b, c]
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True, nogil=True)
 def gather(values, rows, out):
-    """``out[i] = values[rows[i]]``: gradients in the node's row order, read once per node."""
-    for i in prange(rows.shape[0]):
+    """``out[i] = values[rows[i]]``: gradients in the node's row order, read once per node.
+
+    Serial: O(n_node) and memory-bound, cheaper than a parallel launch.
+    """
+    for i in range(rows.shape[0]):
         out[i] = values[rows[i]]

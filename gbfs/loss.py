@@ -3,6 +3,9 @@
 The papers fit each tree to the residuals ``r_i = -dl/dF(x_i)`` (the ``g_i`` of
 Eq. 1 of the GT-GBM paper and Eq. 14 of the GBFS paper); the hessian is only used
 by the optional Newton criterion and leaf values.
+
+The kernels are serial on purpose: they are O(n) and memory-bound, and a parallel
+launch costs more than the work for the data sizes of the papers.
 """
 
 from __future__ import annotations
@@ -10,21 +13,21 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _logistic_residuals(y, raw, r, h):
-    for i in prange(y.shape[0]):
+    for i in range(y.shape[0]):
         p = 1.0 / (1.0 + math.exp(-raw[i]))
         r[i] = y[i] - p
         h[i] = p * (1.0 - p)
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _logistic_loss(y, raw):
     total = 0.0
-    for i in prange(y.shape[0]):
+    for i in range(y.shape[0]):
         f = raw[i]
         # log(1 + exp(f)) - y f, written to stay finite for large |f|
         if f > 0:
@@ -34,17 +37,17 @@ def _logistic_loss(y, raw):
     return total / y.shape[0]
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _squared_residuals(y, raw, r, h):
-    for i in prange(y.shape[0]):
+    for i in range(y.shape[0]):
         r[i] = y[i] - raw[i]
         h[i] = 1.0
 
 
-@njit(parallel=True, cache=True)
+@njit(cache=True)
 def _squared_loss(y, raw):
     total = 0.0
-    for i in prange(y.shape[0]):
+    for i in range(y.shape[0]):
         e = y[i] - raw[i]
         total += 0.5 * e * e
     return total / y.shape[0]

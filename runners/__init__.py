@@ -1,0 +1,1 @@
+"""Entry points of the experiment harness (``python -m runners.<name>``)."""

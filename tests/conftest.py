@@ -1,0 +1,62 @@
+"""Shared small, seeded data sets for the estimator-level tests.
+
+Everything here is deliberately small (a few hundred rows, a dozen features) so that
+each test file stays fast on a 2-core machine once numba has compiled its kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+N_SAMPLES = 400
+N_FEATURES = 12
+N_INFORMATIVE = 3
+
+
+def sparse_classification(n_samples=N_SAMPLES, n_features=N_FEATURES, seed=0):
+    """Binary labels driven by the first ``N_INFORMATIVE`` columns; the rest is noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n_samples, n_features))
+    logit = 4.0 * (X[:, 0] - 0.5) - 3.0 * (X[:, 1] - 0.5) + 2.0 * (X[:, 2] > 0.5) - 1.0
+    y = (logit + 0.5 * rng.standard_normal(n_samples) > 0).astype(np.int64)
+    return X, y
+
+
+def sparse_regression(n_samples=N_SAMPLES, n_features=N_FEATURES, seed=1):
+    """``y = 2 x0 - 3 * 2^x1 + log2(1 + x2) + 0.3 eps`` (Figure 1 of the GT-GBM paper), noise columns."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n_samples, n_features))
+    y = 2 * X[:, 0] - 3 * 2.0 ** X[:, 1] + np.log2(1 + X[:, 2]) + 0.3 * rng.standard_normal(n_samples)
+    return X, y
+
+
+@pytest.fixture(scope="session")
+def clf_data():
+    """(X, y) for binary classification, labels in {0, 1}."""
+    return sparse_classification()
+
+
+@pytest.fixture(scope="session")
+def reg_data():
+    """(X, y) for regression."""
+    return sparse_regression()
+
+
+@pytest.fixture(scope="session")
+def clf_split():
+    """(X_train, y_train, X_val, y_val) for eval_set / early-stopping tests."""
+    X, y = sparse_classification(n_samples=600, seed=2)
+    return X[:400], y[:400], X[400:], y[400:]
+
+
+@pytest.fixture(scope="session")
+def reg_split():
+    X, y = sparse_regression(n_samples=600, seed=3)
+    return X[:400], y[:400], X[400:], y[400:]
+
+
+@pytest.fixture
+def fast_params():
+    """Small settings that keep fits fast but still grow real trees (a fresh dict per test)."""
+    return dict(n_estimators=15, max_leaves=8, min_samples_leaf=5, random_state=0)

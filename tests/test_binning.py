@@ -1,0 +1,243 @@
+"""BinMapper against the specification: midpoint edges, equal-frequency quantiles, NaN bin,
+``bin(x) = #{edges < x}`` and ``x <= threshold(f, t)  <=>  bin(x) <= t``."""
+
+from __future__ import annotations
+
+import naive
+import numpy as np
+import pytest
+
+from gbfs._types import MISSING_BIN
+from gbfs.binning import BinMapper
+
+
+def _edges(mapper, f):
+    return mapper.bin_edges_[f, :mapper.n_edges_[f]]
+
+
+def _check_threshold_property(mapper, f, x):
+    """For every bin threshold t (including n_edges: everything non-missing left)."""
+    x = x[~np.isnan(x)]
+    b = mapper.transform(np.column_stack([x if g == f else np.zeros_like(x)
+                                          for g in range(mapper.n_edges_.shape[0])]))[:, f]
+    for t in range(int(mapper.n_edges_[f]) + 1):
+        thr = mapper.threshold(f, t)
+        np.testing.assert_array_equal(x <= thr, b <= t, err_msg=f"feature {f}, t={t}, thr={thr}")
+
+
+def test_few_distinct_values_hand_example():
+    X = np.array([[3.0], [1.0], [2.0], [2.0], [7.0], [1.0]])
+    m = BinMapper().fit(X)
+    assert m.n_edges_[0] == 3
+    np.testing.assert_array_equal(_edges(m, 0), [1.5, 2.5, 5.0])
+    np.testing.assert_array_equal(m.n_bins_non_missing_, [4])
+    np.testing.assert_array_equal(m.transform(X)[:, 0], [2, 0, 1, 1, 3, 0])
+
+
+@pytest.mark.parametrize("n_distinct,max_bins", [(2, 255), (17, 255), (255, 255), (10, 16), (16, 16)])
+def test_few_distinct_values_one_bin_per_value(n_distinct, max_bins):
+    rng = np.random.default_rng(n_distinct)
+    u = np.sort(rng.choice(np.arange(-1000, 1000), n_distinct, replace=False) * 0.37)
+    X = rng.choice(u, size=(600, 2))
+    X[:n_distinct, 0] = u  # every value present in column 0
+    X[:n_distinct, 1] = u
+    X[rng.random(600) < 0.1, 1] = np.nan
+    m = BinMapper(max_bins=max_bins).fit(X)
+    for f in range(2):
+        col = X[:, f]
+        ref = naive.midpoint_edges(col)
+        e = _edges(m, f)
+        assert e.shape == ref.shape
+        np.testing.assert_allclose(e, ref, rtol=1e-14)
+        uf = np.unique(col[~np.isnan(col)])
+        assert np.all(uf[:-1] < e) and np.all(e < uf[1:]), "edge not strictly between its values"
+        bins = m.transform(np.column_stack([uf, uf]))[:, f]
+        np.testing.assert_array_equal(bins, np.arange(len(uf)))  # one bin per value
+
+
+@pytest.mark.parametrize("max_bins", [255, 16])
+@pytest.mark.parametrize("dist", ["uniform", "lognormal"])
+def test_many_distinct_values_equal_frequency(max_bins, dist):
+    rng = np.random.default_rng(1)
+    n = 40 * max_bins
+    col = rng.random(n) if dist == "uniform" else rng.lognormal(0.0, 2.0, n)
+    m = BinMapper(max_bins=max_bins).fit(col[:, None])
+    e = _edges(m, 0)
+    assert 0 < m.n_edges_[0] <= max_bins - 1
+    assert np.all(np.diff(e) > 0)
+    assert m.bin_edges_.shape == (1, max_bins - 1)
+    bins = m.transform(col[:, None])[:, 0]
+    assert bins.max() <= max_bins - 1
+    counts = np.bincount(bins, minlength=m.n_edges_[0] + 1)
+    expected = n / (m.n_edges_[0] + 1)
+    assert counts.min() >= 0.8 * expected and counts.max() <= 1.2 * expected, counts
+
+
+def test_256_distinct_values_switch_to_quantiles():
+    col = np.arange(256, dtype=np.float64)
+    m = BinMapper().fit(col[:, None])
+    assert m.n_edges_[0] <= 254
+    bins = m.transform(col[:, None])[:, 0]
+    assert bins.max() <= 254
+    counts = np.bincount(bins)
+    assert counts.max() <= 3
+
+
+def test_heavy_ties_with_many_distinct_values():
+    rng = np.random.default_rng(2)
+    col = np.concatenate([np.zeros(3000), rng.random(1000)])
+    m = BinMapper().fit(col[:, None])
+    e = _edges(m, 0)
+    assert np.all(np.diff(e) > 0)
+    bins = m.transform(col[:, None])[:, 0]
+    assert len(np.unique(bins[col == 0])) == 1  # a value never straddles two bins
+    _check_threshold_property(m, 0, np.concatenate([col, e, np.nextafter(e, np.inf)]))
+
+
+def test_nan_goes_to_missing_bin_and_is_ignored_by_fit():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(500, 3))
+    X[rng.random(500) < 0.3, 0] = np.nan
+    X[::7, 2] = np.nan
+    m = BinMapper().fit(X)
+    Xb = m.transform(X)
+    np.testing.assert_array_equal(Xb[np.isnan(X)], MISSING_BIN)
+    assert np.all(Xb[~np.isnan(X)] < MISSING_BIN)
+    for f in (0, 2):
+        clean = X[~np.isnan(X[:, f]), f]
+        m_clean = BinMapper().fit(clean[:, None])
+        np.testing.assert_array_equal(_edges(m, f), _edges(m_clean, 0))
+
+
+@pytest.mark.parametrize("max_bins", [255, 32, 2])
+def test_transform_equals_searchsorted(max_bins):
+    rng = np.random.default_rng(4)
+    train = np.column_stack([rng.normal(size=800), rng.integers(0, 5, 800), rng.exponential(size=800)])
+    train[rng.random(800) < 0.05, 2] = np.nan
+    m = BinMapper(max_bins=max_bins).fit(train)
+    edges = [_edges(m, f) for f in range(3)]
+    # test values: fresh draws, out-of-range values, exactly the edges and their neighbours, NaN
+    test = [np.concatenate([rng.normal(size=300) * 3, e, np.nextafter(e, -np.inf),
+                            np.nextafter(e, np.inf), [np.nan, -1e300, 1e300]]) for e in edges]
+    k = max(len(t) for t in test)
+    X = np.column_stack([np.resize(t, k) for t in test])
+    Xb = m.transform(X)
+    assert Xb.dtype == np.uint8 and Xb.flags.f_contiguous
+    np.testing.assert_array_equal(Xb, naive.bin_matrix(X, edges))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_threshold_iff_bin(seed):
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=2000), rng.integers(-3, 4, 2000).astype(float),
+                         np.round(rng.random(2000), 2)])
+    m = BinMapper(max_bins=[255, 64, 8][seed]).fit(X)
+    for f in range(3):
+        e = _edges(m, f)
+        x = np.concatenate([X[:, f], e, np.nextafter(e, np.inf), np.nextafter(e, -np.inf),
+                            rng.normal(size=500) * 5])
+        _check_threshold_property(m, f, x)
+    assert m.threshold(0, int(m.n_edges_[0])) == np.inf
+
+
+def test_constant_column():
+    X = np.column_stack([np.full(50, 2.5), np.arange(50.0)])
+    m = BinMapper().fit(X)
+    assert m.n_edges_[0] == 0 and m.n_bins_non_missing_[0] == 1
+    Xb = m.transform(np.array([[2.5, 0.0], [-10.0, 0.0], [10.0, 0.0], [np.nan, 0.0]]))
+    np.testing.assert_array_equal(Xb[:, 0], [0, 0, 0, MISSING_BIN])
+    assert m.threshold(0, 0) == np.inf
+
+
+def test_all_nan_column():
+    X = np.column_stack([np.full(30, np.nan), np.arange(30.0)])
+    m = BinMapper().fit(X)
+    assert m.n_edges_[0] == 0 and m.n_bins_non_missing_[0] == 1
+    np.testing.assert_array_equal(m.transform(X)[:, 0], MISSING_BIN)
+    np.testing.assert_array_equal(m.transform(np.array([[1.0, 0.0]]))[:, 0], [0])
+
+
+def test_integer_input_same_as_float():
+    rng = np.random.default_rng(5)
+    Xi = rng.integers(-20, 20, size=(300, 3))
+    mi = BinMapper().fit(Xi)
+    mf = BinMapper().fit(Xi.astype(np.float64))
+    np.testing.assert_array_equal(mi.bin_edges_, mf.bin_edges_)
+    np.testing.assert_array_equal(mi.transform(Xi), mf.transform(Xi.astype(np.float64)))
+    np.testing.assert_array_equal(_edges(mi, 0), naive.midpoint_edges(Xi[:, 0].astype(float)))
+
+
+def test_float32_input():
+    rng = np.random.default_rng(6)
+    X32 = (rng.integers(0, 40, size=(400, 2)) * 0.1).astype(np.float32)  # 0.1 is inexact in float32
+    X32[::9, 1] = np.nan
+    m = BinMapper().fit(X32)
+    Xb = m.transform(X32)
+    np.testing.assert_array_equal(Xb, m.transform(X32.astype(np.float64)))
+    for f in range(2):
+        col = X32[:, f].astype(np.float64)
+        u = np.unique(col[~np.isnan(col)])
+        np.testing.assert_array_equal(m.transform(np.column_stack([u, u]))[:, f], np.arange(len(u)))
+        _check_threshold_property(m, f, col)
+
+
+def test_subsample_is_deterministic_given_seed():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 2))
+    a = BinMapper(subsample=500, random_state=42).fit(X)
+    b = BinMapper(subsample=500, random_state=42).fit(X)
+    c = BinMapper(subsample=500, random_state=43).fit(X)
+    np.testing.assert_array_equal(a.bin_edges_, b.bin_edges_)
+    assert not np.array_equal(a.bin_edges_, c.bin_edges_)
+    g1 = BinMapper(subsample=500, random_state=np.random.default_rng(9)).fit(X)
+    g2 = BinMapper(subsample=500, random_state=np.random.default_rng(9)).fit(X)
+    np.testing.assert_array_equal(g1.bin_edges_, g2.bin_edges_)
+    # edges of the subsample are the edges of some 500 training rows
+    assert a.n_edges_[0] <= 254
+    full = BinMapper(subsample=None).fit(X)
+    big = BinMapper(subsample=3000, random_state=0).fit(X)  # subsample >= n: all rows
+    np.testing.assert_array_equal(full.bin_edges_, big.bin_edges_)
+    assert not np.array_equal(a.bin_edges_, full.bin_edges_)
+
+
+def test_subsample_edges_come_from_the_subsample():
+    # 300 distinct values in X but a 100-row subsample has <= 100: one bin per subsampled value
+    X = np.arange(300, dtype=np.float64)[:, None]
+    m = BinMapper(subsample=100, random_state=0).fit(X)
+    assert m.n_edges_[0] == 99
+    e = _edges(m, 0)
+
+    def values_from(first):  # the edges are midpoints: s[k + 1] = 2 e[k] - s[k]
+        s = [first]
+        for edge in e:
+            s.append(2 * edge - s[-1])
+        return np.array(s)
+
+    ok = [s0 for s0 in range(300) if np.all(np.diff(values_from(s0)) > 0)
+          and np.all(np.isin(values_from(s0), X[:, 0]))]
+    assert ok, "edges are not the midpoints of any 100 training values"
+
+
+def test_bad_arguments():
+    X = np.zeros((5, 2))
+    for mb in (1, 256):
+        with pytest.raises(ValueError, match="max_bins"):
+            BinMapper(max_bins=mb).fit(X)
+    m = BinMapper().fit(X)
+    with pytest.raises(ValueError, match="features"):
+        m.transform(np.zeros((5, 3)))
+
+
+def test_extreme_finite_values_stay_apart():
+    """Distinct finite values must get distinct bins even when their midpoint overflows.
+
+    ``a + (b - a) * 0.5`` overflows to +inf for a = -DBL_MAX, b = DBL_MAX (b - a > DBL_MAX), so the
+    edge becomes inf and both values land in bin 0; ``a * 0.5 + b * 0.5`` would not overflow.
+    """
+    big = np.finfo(np.float64).max
+    X = np.array([[-big], [big], [-big], [big]])
+    m = BinMapper().fit(X)
+    e = _edges(m, 0)
+    assert np.all(np.isfinite(e)), e
+    b = m.transform(X)[:, 0]
+    assert b[0] != b[1]
