@@ -33,7 +33,7 @@ def _edges_of_sorted(values, max_bins, out):
     if n_distinct <= max_bins:
         for i in range(1, n):
             if values[i] != values[i - 1]:
-                out[n_edges] = values[i - 1] + (values[i] - values[i - 1]) * 0.5
+                out[n_edges] = values[i - 1] * 0.5 + values[i] * 0.5  # no overflow near +-DBL_MAX
                 n_edges += 1
         return n_edges
     # equal-frequency edges: the q/max_bins quantiles with midpoint interpolation
@@ -41,7 +41,7 @@ def _edges_of_sorted(values, max_bins, out):
         pos = q * (n - 1) / max_bins
         lo = int(np.floor(pos))
         hi = int(np.ceil(pos))
-        edge = values[lo] + (values[hi] - values[lo]) * 0.5
+        edge = values[lo] * 0.5 + values[hi] * 0.5
         if n_edges == 0 or edge > out[n_edges - 1]:
             out[n_edges] = edge
             n_edges += 1

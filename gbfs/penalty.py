@@ -46,7 +46,7 @@ class FeatureUsage:
         return self._penalty
 
     def mark_used(self, feature: int) -> bool:
-        """Add ``feature`` to Omega; return True if the penalty vector changed."""
+        """Add ``feature`` to Omega; return True if its bag became used (its penalties drop to 0)."""
         if self.used[feature]:
             return False
         self.used[feature] = True

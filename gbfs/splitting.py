@@ -85,7 +85,9 @@ def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_w
                 blg = cg
                 blh = ch
                 blc = cc
-        if has_missing and t < n_bins - 1:
+        # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
+        # left" split scored above, so it is skipped to keep one canonical form (not a rounding tie)
+        if has_missing and t < n_bins - 1 and cc > 0:
             gain = _consider(cg + mg, ch + mh, cc + mc, sum_g, sum_h, sum_c, parent_term,
                              min_samples_leaf, min_child_weight, reg_lambda)
             if gain > best:
