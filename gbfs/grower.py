@@ -123,8 +123,12 @@ class TreeGrower:
         self.features = np.arange(d, dtype=np.int64)
         self._n_chunks = max(1, min(d, 8 * numba.get_num_threads()))
         hist_bytes = d * N_BINS * 3 * 8
-        # >= 2 buffers: one kept (the parent) plus the transient smaller child of a subtraction
-        self._max_hists = max(2, int(params.histogram_memory_ratio * X_binned.nbytes // hist_bytes))
+        # a subtraction needs two buffers (the kept parent and the transient smaller child); when
+        # the budget cannot hold two (wide, short data such as Gisette, where one histogram is as
+        # large as the binned matrix) every node is built from its rows instead
+        self._max_hists = int(params.histogram_memory_ratio * X_binned.nbytes // hist_bytes)
+        if self._max_hists < 2:
+            self._max_hists = 0
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
         self._dummy_hist = np.empty((1, N_BINS, 3))
@@ -142,6 +146,8 @@ class TreeGrower:
 
     def _can_keep(self) -> bool:
         # reserve one buffer for the transient smaller child of a later subtraction
+        if self._max_hists == 0:
+            return False
         return len(self._free_hists) > 1 or self._n_hists + 1 < self._max_hists
 
     def _release(self, node):
