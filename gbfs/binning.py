@@ -122,7 +122,7 @@ class BinMapper:
         self.subsample = subsample
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray) -> "BinMapper":
+    def fit(self, X: np.ndarray) -> BinMapper:
         if not 2 <= self.max_bins <= MAX_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {self.max_bins!r}")
         X = np.ascontiguousarray(X, dtype=X_DTYPE)

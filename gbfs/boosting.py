@@ -142,7 +142,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 ev.record(rec)
             history.append(rec)
             for cb in callbacks:
-                cb(CallbackEnv(model=model, iteration=it, record=rec, history=history))
+                cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
+                               end_iteration=params.n_estimators))
     except EarlyStopException as stop:
         best_iteration = stop.best_iteration
     finally:

@@ -25,12 +25,15 @@ class CallbackEnv:
         This iteration's ``history_`` entry (metric name -> value).
     history : list of dict
         All records so far (including ``record``).
+    end_iteration : int
+        Number of iterations the loop will run if nothing stops it.
     """
 
     model: Any
     iteration: int
     record: dict
     history: list
+    end_iteration: int = 0
 
 
 class EarlyStopException(Exception):
@@ -67,6 +70,9 @@ class _EarlyStopping:
             self.best_score = score
             self.best_iteration = env.iteration
         elif env.iteration - self.best_iteration >= self.stopping_rounds:
+            raise EarlyStopException(self.best_iteration, self.best_score)
+        if env.iteration == env.end_iteration - 1 and self.best_iteration < env.iteration:
+            # the loop ends before the patience runs out: still keep the best iteration (as LightGBM)
             raise EarlyStopException(self.best_iteration, self.best_score)
 
 

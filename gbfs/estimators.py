@@ -16,7 +16,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from . import validation as V
 from ._types import MAX_BINS
@@ -203,10 +204,14 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         """
         params = self._validate_params()
         callbacks = V.check_callbacks(callbacks)
-        V.reject_non_numeric(X, "X")
-        X, y = validate_data(self, X, y, dtype=np.float64, ensure_all_finite="allow-nan",
-                             order="C", y_numeric=self._loss != "logistic")
-        y = self._fit_target(y)
+        # past this point a refused fit leaves the estimator unfitted, never an old model behind
+        # a new input width
+        self._reset_fitted()
+        try:
+            X = self._check_X(X, reset=True)
+        except ValueError as e:
+            raise ValueError(f"X: {e}") from e
+        y = self._fit_target(self._check_y_shape(y, X.shape[0]))
         evals = self._check_eval_set(eval_set)
         d = X.shape[1]
         costs = V.check_feature_vector("feature_costs", self.feature_costs, d, "cost")
@@ -231,6 +236,25 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.timings_ = {"binning_seconds": t1 - t0, "boosting_seconds": t2 - t1,
                          "binned_bytes": int(X_binned.nbytes)}
         return self
+
+    def _reset_fitted(self) -> None:
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
+        for name in ("_trees", "_packed", "_bin_mapper"):
+            self.__dict__.pop(name, None)
+
+    def _check_y_shape(self, y, n_rows):
+        cls_name = type(self).__name__
+        if y is None:
+            raise ValueError(f"{cls_name} requires y to be passed, but the target y is None")
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn estimators do
+        if y.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y.shape}")
+        if y.shape[0] != n_rows:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {n_rows} rows")
+        return y
 
     def _set_fitted(self, trees, init_score, history, best_iteration):
         if best_iteration is not None:
@@ -305,15 +329,20 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
         return tags
 
     def _fit_target(self, y):
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got shape {y.shape}")
+        try:
+            kind = type_of_target(y, input_name="y")
+        except ValueError as e:
+            raise ValueError(f"y: {e}") from e
         classes = np.unique(y)
-        if classes.shape[0] != 2:
-            if classes.shape[0] < 2:
-                raise ValueError(f"y has only one class ({classes.tolist()}); "
-                                 "GBFSClassifier needs exactly two classes")
-            raise ValueError(f"y has {classes.shape[0]} classes; GBFSClassifier is a binary "
-                             f"classifier and needs exactly two (got {classes[:10].tolist()}...)")
+        if kind == "continuous" and classes.shape[0] > 2:  # two float labels are fine
+            raise ValueError("Unknown label type: continuous. y of GBFSClassifier must hold class "
+                             "labels; use GBFSRegressor for a real-valued target")
+        if classes.shape[0] < 2:
+            raise ValueError(f"y has only one class ({classes.tolist()}); "
+                             "GBFSClassifier needs exactly two classes")
+        if classes.shape[0] > 2:
+            raise ValueError(f"Only binary classification is supported. y has {classes.shape[0]} "
+                             f"classes ({classes[:10].tolist()}); GBFSClassifier needs exactly two")
         self.classes_ = classes
         return (y == classes[1]).astype(np.float64)
 
@@ -329,11 +358,13 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
         return self._raw_predict(X)
 
     def predict_proba(self, X):
+        """Probabilities of ``classes_[0]`` and ``classes_[1]``, shape (n_samples, 2)."""
         p = 1.0 / (1.0 + np.exp(-self._raw_predict(X)))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X):
-        return self.classes_[(self._raw_predict(X) > 0).astype(int)]
+        raw = self._raw_predict(X)  # checks fitted-ness before classes_ is read
+        return self.classes_[(raw > 0).astype(int)]
 
 
 class GBFSRegressor(RegressorMixin, _GBFSBase):
@@ -341,9 +372,7 @@ class GBFSRegressor(RegressorMixin, _GBFSBase):
     _loss = "squared_error"
 
     def _fit_target(self, y):
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got shape {y.shape}")
-        return y.astype(np.float64)
+        return self._encode_y(y, "y")
 
     def _encode_y(self, y, name):
         try:

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
 import numba
+import numpy as np
 from numba import njit
 
 from ._types import MISSING_BIN, N_BINS, ROW_DTYPE

@@ -97,6 +97,8 @@ def check_callbacks(callbacks):
         return []
     if callable(callbacks):
         callbacks = [callbacks]
+    if not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"callbacks must be a list of callables, got {type(callbacks).__name__}")
     callbacks = list(callbacks)
     for i, cb in enumerate(callbacks):
         if not callable(cb):

@@ -213,9 +213,10 @@ def print_core(rows: list[dict], jit: dict | None) -> None:
               f"{jit['jit_cold_first_fit_s']:.2f}s;  second process import {jit['jit_cached_import_s']:.2f}s"
               f" + first fit {jit['jit_cached_first_fit_s']:.2f}s")
     t = TARGETS
-    print(f"\ntargets: per-tree ratio <= {t['per_tree_ratio']} (never > {t['per_tree_ratio_max']}), binning ratio"
-          f" <= {t['binning_ratio']}, penalty <= +{100 * t['penalty_overhead']:.0f}%, |AUC gap| <= "
-          f"{t['auc_gap_pt']} pt, cold JIT <= {t['jit_cold_s']}s, cached <= {t['jit_cached_s']}s, "
+    print(f"\ntargets: per-tree ratio <= {t['per_tree_ratio']} (never > {t['per_tree_ratio_max']}), "
+          f"binning ratio <= {t['binning_ratio']}, penalty <= +{100 * t['penalty_overhead']:.0f}%, "
+          f"|AUC gap| <= {t['auc_gap_pt']} pt, cold JIT <= {t['jit_cold_s']}s, "
+          f"cached <= {t['jit_cached_s']}s, "
           f"memory <= {t['memory_ratio']}x binned")
 
 
