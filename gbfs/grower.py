@@ -135,6 +135,7 @@ class TreeGrower:
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
+        self._no_rows = np.empty(0, dtype=ROW_DTYPE)
 
     # -- histogram pool: buffers are reused across nodes and trees (page-faulting a fresh
     #    30 MB histogram per node costs more than filling it) and capped in number
@@ -182,6 +183,8 @@ class TreeGrower:
                               math.ceil(p.min_node_fraction * n) if p.min_node_fraction else 0, 2)
         partition = np.array(rows, dtype=ROW_DTYPE)
         self._partition = partition
+        # the root reads columns directly when it holds every row in order (no sampler)
+        self._all_rows = n == self.X_binned.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
         builder = TreeBuilder()
         root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(rw[rows])), float(np.sum(hw[rows])))
         pending, done = [], []
@@ -228,6 +231,13 @@ class TreeGrower:
         return self._can_keep()
 
     def _gathered(self, node):
+        """The node's rows and their residual / second channel in row order.
+
+        For a root holding every training row in order the kernels get an empty row array and
+        the full vectors (no gather, no indirection).
+        """
+        if node.count == self.X_binned.shape[0] and node.start == 0 and self._all_rows:
+            return self._no_rows, self._rw, self._hw
         rows = self._partition[node.start:node.end]
         r_ord = self._r_ord[:node.count]
         h_ord = self._h_ord[:node.count]

@@ -24,21 +24,32 @@ def new_histogram(n_features: int) -> np.ndarray:
 
 @njit(cache=True, nogil=True, inline="always")
 def _accumulate(col, rows, r_ord, h_ord, hf):
-    """Sums of one feature over the node's rows (``r_ord``/``h_ord`` are gathered by row order)."""
+    """Sums of one feature over the node's rows (``r_ord``/``h_ord`` are gathered by row order).
+
+    ``rows`` empty means "all rows, in order" (the root without sampling): reading the column
+    directly is ~40% faster than through the index array.
+    """
     for b in range(hf.shape[0]):
         hf[b, 0] = 0.0
         hf[b, 1] = 0.0
         hf[b, 2] = 0.0
-    for i in range(rows.shape[0]):
-        b = col[rows[i]]
-        hf[b, 0] += r_ord[i]
-        hf[b, 1] += h_ord[i]
-        hf[b, 2] += 1.0
+    if rows.shape[0] == 0:
+        for i in range(r_ord.shape[0]):
+            b = col[i]
+            hf[b, 0] += r_ord[i]
+            hf[b, 1] += h_ord[i]
+            hf[b, 2] += 1.0
+    else:
+        for i in range(rows.shape[0]):
+            b = col[np.uint32(rows[i])]  # unsigned: no negative-index wraparound code
+            hf[b, 0] += r_ord[i]
+            hf[b, 1] += h_ord[i]
+            hf[b, 2] += 1.0
 
 
 @njit(parallel=True, cache=True)
 def build_histogram(X_binned, rows, r_ord, h_ord, hist):
-    """Fill ``hist`` for the rows ``rows``; parallel over features.
+    """Fill ``hist`` for the rows ``rows`` (empty: all rows); parallel over features.
 
     ``X_binned`` is Fortran-ordered so each feature's column is contiguous and the
     per-feature sums stay in L1 (6 KiB) while its column is streamed.

@@ -8,7 +8,7 @@ bins, learning rate 0.1, 50 trees, 2 threads, Newton gain and leaves, mu = 0):
 * binning time vs LightGBM's Dataset construction,
 * per-tree time and test AUC, and the ratios ours / LightGBM,
 * the cost of the penalty (A-GBM mu = 0.01 vs mu = 0, per tree),
-* peak extra memory of ``fit`` relative to the binned matrix,
+* peak memory allocated by ``fit`` (tracemalloc) relative to the binned matrix,
 * JIT compile time: a cold process (empty numba cache) and a second process.
 """
 
@@ -20,8 +20,8 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -50,29 +50,23 @@ def lgb_params(threads: int) -> dict:
                 bagging_fraction=1.0, feature_fraction=1.0, seed=0)
 
 
-class PeakRSS:
-    """Peak resident memory above the level at entry, sampled every 2 ms in a thread."""
+class PeakTraced:
+    """Peak memory allocated through numpy/Python while the block runs (tracemalloc).
+
+    numpy reports its buffers to tracemalloc, so this counts the binned matrix, histograms,
+    gradients and trees of ``fit``, independent of what the process held before; small
+    scratch arrays allocated inside numba kernels are not traced.
+    """
 
     def __enter__(self):
-        import psutil
-
-        self._proc = psutil.Process()
-        self.base = self._proc.memory_info().rss
-        self.peak = self.base
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        self.base = tracemalloc.get_traced_memory()[0]
         return self
 
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._proc.memory_info().rss)
-            time.sleep(0.002)
-
     def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join()
-        self.peak = max(self.peak, self._proc.memory_info().rss)
+        self.peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
 
     @property
     def extra(self) -> int:
@@ -100,7 +94,7 @@ def bench_shape(name: str, n: int, d: int, n_trees: int, threads: int, n_test: i
            "threads": threads}
 
     # ours, mu = 0, with memory sampling (run first so LightGBM's allocations do not hide ours)
-    with PeakRSS() as mem:
+    with PeakTraced() as mem:
         ours = GBFSClassifier(**matched_params(n_trees, threads)).fit(Xtr, ytr)
     out["ours_binning_s"] = ours.timings_["binning_seconds"]
     out["ours_per_tree_s"] = ours.timings_["boosting_seconds"] / ours.n_iter_

@@ -241,3 +241,22 @@ def test_extreme_finite_values_stay_apart():
     assert np.all(np.isfinite(e)), e
     b = m.transform(X)[:, 0]
     assert b[0] != b[1]
+
+
+@pytest.mark.parametrize("kind", ["uniform", "normal", "few_values", "signed_zero_and_denormals",
+                                  "extremes", "empty"])
+def test_radix_sort_equals_numpy_sort(kind):
+    from gbfs.binning import _radix_sort
+
+    rng = np.random.default_rng(7)
+    values = {
+        "uniform": rng.random(5000),
+        "normal": rng.standard_normal(5000) * 1e6,
+        "few_values": rng.integers(-3, 4, 5000).astype(np.float64),
+        "signed_zero_and_denormals": np.array([0.0, -0.0, 5e-324, -5e-324, 1e-310, -2.0, 3.0]),
+        "extremes": np.array([np.finfo(np.float64).max, -np.finfo(np.float64).max, 1.0, -1.0]),
+        "empty": np.zeros(0),
+    }[kind]
+    out = _radix_sort(values.copy())
+    np.testing.assert_array_equal(out, np.sort(values))
+    assert np.all(np.diff(out) >= 0)
