@@ -127,7 +127,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
             w_sum = float(n)
             sse = root_sse(rw, w_sum, float(np.dot(r, r)))
             norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
-            grown = grower.grow(rows, rw, hw, usage, norm)
+            grown = grower.grow(rows, rw, hw, usage, norm, hw_is_one=hw is ones)
             values = _leaf_values(grown, rw, ones if params.leaf_estimate == "mean" else h, params)
             tree = grown.builder.build(_node_values(grown, values))
             _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, raw)

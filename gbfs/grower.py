@@ -136,6 +136,7 @@ class TreeGrower:
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
         self._no_rows = np.empty(0, dtype=ROW_DTYPE)
+        self._no_h = np.empty(0, dtype=np.float64)
 
     # -- histogram pool: buffers are reused across nodes and trees (page-faulting a fresh
     #    30 MB histogram per node costs more than filling it) and capped in number
@@ -161,7 +162,7 @@ class TreeGrower:
         self._n_hists = 0
 
     def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: FeatureUsage,
-             norm: float) -> GrownTree:
+             norm: float, hw_is_one: bool = False) -> GrownTree:
         """Grow a tree on ``rows``.
 
         Parameters
@@ -175,8 +176,12 @@ class TreeGrower:
             Omega; updated in place as splits use new features.
         norm : float
             Divisor of the gain: 1 (GBFS) or SSE_root (A-GBM).
+        hw_is_one : bool
+            ``hw`` is 1 for every row (SSE criterion, unit weights): the histogram kernels then
+            skip the second channel and copy the count into it.
         """
         self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
+        self._h_is_count = hw_is_one
         p = self.params
         n = rows.shape[0]
         self._min_count = max(2 * p.min_samples_leaf,
@@ -236,12 +241,15 @@ class TreeGrower:
         For a root holding every training row in order the kernels get an empty row array and
         the full vectors (no gather, no indirection).
         """
+        h_empty = self._no_h if self._h_is_count else None
         if node.count == self.X_binned.shape[0] and node.start == 0 and self._all_rows:
-            return self._no_rows, self._rw, self._hw
+            return self._no_rows, self._rw, self._hw if h_empty is None else h_empty
         rows = self._partition[node.start:node.end]
         r_ord = self._r_ord[:node.count]
-        h_ord = self._h_ord[:node.count]
         gather(self._rw, rows, r_ord)
+        if h_empty is not None:
+            return rows, r_ord, h_empty
+        h_ord = self._h_ord[:node.count]
         gather(self._hw, rows, h_ord)
         return rows, r_ord, h_ord
 

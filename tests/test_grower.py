@@ -136,6 +136,12 @@ def _grow_all_modes(Xb, mapper, params, rows, rw, hw, make_usage, norm):
         usage = make_usage()
         p = dataclasses.replace(params, **extra)
         out.append((TreeGrower(Xb, mapper, p).grow(rows, rw, hw, usage, norm), usage))
+    if np.all(hw[rows] == 1.0):  # the unit-weight fast path (count copied into channel 1)
+        for extra in _histogram_modes():
+            usage = make_usage()
+            p = dataclasses.replace(params, **extra)
+            out.append((TreeGrower(Xb, mapper, p).grow(rows, rw, hw, usage, norm, hw_is_one=True),
+                        usage))
     return out
 
 

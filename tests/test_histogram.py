@@ -119,3 +119,24 @@ def test_subtraction_equals_sibling(seed, in_place):
     np.testing.assert_allclose(out, direct, rtol=0, atol=1e-9)
     np.testing.assert_array_equal(out[..., 2], direct[..., 2])
     np.testing.assert_allclose(out, naive.histogram(X, sibling, rw, hw), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("all_rows", [True, False])
+def test_unit_second_channel_and_all_rows_fast_paths(all_rows):
+    """Empty ``h_ord`` (unit weights) copies the count into channel 1; empty ``rows`` means all rows."""
+    rng, X, rw, _ = _problem(11)
+    n = X.shape[0]
+    rows = np.arange(n, dtype=np.int32) if all_rows else np.sort(rng.choice(n, n // 3, replace=False))
+    rows = rows.astype(np.int32)
+    ones = np.ones(n)
+    expected = naive.histogram(X, rows, rw, ones)
+    hist = new_histogram(X.shape[1])
+    hist[...] = np.nan
+    if all_rows:
+        build_histogram(X, np.empty(0, dtype=np.int32), rw, np.empty(0), hist)
+    else:
+        r_ord = np.empty(rows.shape[0])
+        gather(rw, rows, r_ord)
+        build_histogram(X, rows, r_ord, np.empty(0), hist)
+    np.testing.assert_allclose(hist, expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(hist[:, :, 1], hist[:, :, 2])
