@@ -253,3 +253,64 @@ def test_per_feature_gains_plus_penalty_equal_global_brute_force():
     assert s == pytest.approx(best[0], rel=1e-10)
     lrows, _ = naive.split_rows(rows, X[:, f], bin_[f], ml[f])
     assert (f, frozenset(lrows)) == best[1]
+
+
+# -- the fused kernels the grower runs: build (or subtract) + scan in one pass per feature ---------
+
+def _split_arrays(d):
+    return np.empty(d), np.empty(d, dtype=np.int32), np.empty(d, dtype=np.bool_), np.empty((d, 3))
+
+
+@pytest.mark.parametrize("keep", [False, True])
+@pytest.mark.parametrize("path", ["rows", "all_rows", "unit_h", "subset_features"])
+def test_build_and_scan_equals_histogram_then_scan(keep, path):
+    from gbfs.histogram import gather, new_histogram
+    from gbfs.splitting import build_and_scan
+
+    X, rows, rw, hw = _problem(5, weights=path != "unit_h")
+    d = X.shape[1]
+    n = X.shape[0]
+    if path == "all_rows":
+        rows = np.arange(n, dtype=np.int32)
+    features = np.array([1, 4, 6], dtype=np.int64) if path == "subset_features" else np.arange(d)
+    r_ord, h_ord = np.empty(rows.shape[0]), np.empty(rows.shape[0])
+    gather(rw, rows, r_ord)
+    gather(hw, rows, h_ord)
+    kernel_rows = np.empty(0, dtype=np.int32) if path == "all_rows" else rows
+    kernel_h = np.empty(0) if path == "unit_h" else h_ord
+    hist = new_histogram(d)
+    hist[...] = np.nan
+    out = _split_arrays(d)
+    for a in out:
+        a[...] = 0
+    build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, N_BINS,
+                   float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 1e-3, 0.5, *out)
+    ref = _kernel(X, rows, rw, hw, 3, 1e-3, 0.5)
+    for got, want in zip(out, ref):
+        np.testing.assert_allclose(got[features], want[features], rtol=1e-12, atol=1e-12)
+    expected_hist = naive.histogram(X, rows, rw, hw)
+    if keep:
+        np.testing.assert_allclose(hist[features], expected_hist[features], rtol=1e-12, atol=1e-12)
+    else:
+        assert np.all(np.isnan(hist)), "keep=False must not touch the node histogram"
+
+
+def test_subtract_and_scan_equals_scan_of_the_sibling():
+    from gbfs.splitting import subtract_and_scan
+
+    X, rows, rw, hw = _problem(9, weights=True)
+    d = X.shape[1]
+    rng = np.random.default_rng(0)
+    small = np.sort(rng.choice(rows, rows.shape[0] // 3, replace=False)).astype(np.int32)
+    large = np.setdiff1d(rows, small).astype(np.int32)
+    parent_hist = naive.histogram(X, rows, rw, hw)
+    small_hist = naive.histogram(X, small, rw, hw)
+    out = _split_arrays(d)
+    features = np.arange(d)
+    subtract_and_scan(parent_hist, small_hist, features, N_BINS, float(rw[large].sum()),
+                      float(hw[large].sum()), float(large.shape[0]), 2.0, 1e-3, 0.0, *out)
+    np.testing.assert_allclose(parent_hist, naive.histogram(X, large, rw, hw), rtol=1e-9, atol=1e-9)
+    ref = _kernel(X, large, rw, hw, 2, 1e-3, 0.0)
+    np.testing.assert_array_equal(np.isfinite(out[0]), np.isfinite(ref[0]))
+    ok = np.isfinite(ref[0])
+    np.testing.assert_allclose(out[0][ok], ref[0][ok], rtol=1e-9, atol=1e-9)
