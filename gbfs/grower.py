@@ -190,8 +190,9 @@ class TreeGrower:
         self._partition = partition
         # the root reads columns directly when it holds every row in order (no sampler)
         self._all_rows = n == self.X_binned.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
+        root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
-        root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(rw[rows])), float(np.sum(hw[rows])))
+        root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
         pending, done = [], []
         if self._splittable(root):
             self._search(root)

@@ -165,8 +165,7 @@ def model_from_dict(body, source="model") -> object:
 
 
 def _restore(est, body) -> None:
-    params = {k: (None if v is None else v) for k, v in body["params"].items()}
-    est.set_params(**params)
+    est.set_params(**body["params"])
     d = body["n_features_in"]
     if not isinstance(d, int) or d < 1:
         raise ValueError("model file: n_features_in must be a positive int")
