@@ -24,12 +24,13 @@ from .tree import PackedEnsemble, Tree
 @dataclass
 class BoostingParams:
     loss: str = "logistic"
-    method: str = "agbm"  # "gbfs": gain - penalty; "agbm": gain / SSE_root - penalty
+    method: str = "agbm"  # "gbfs": gain - penalty; "agbm"/"gtgbm": gain / SSE_root - penalty
     n_estimators: int = 100
     learning_rate: float = 0.1
     criterion: str = "sse"  # "sse": Eq. 1 of the papers; "newton": hessian-weighted gain
     leaf_estimate: str = "mean"  # "mean": mean residual; "newton": sum r / (sum h + lambda)
     growth: GrowthParams = field(default_factory=GrowthParams)
+    group_test_scope: str = "node"  # GT-GBM only: "node" (Algorithm 2) or "tree"
 
 
 @dataclass
@@ -84,7 +85,7 @@ class _Evaluator:
 
 
 def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, evals=(),
-          callbacks=(), model=None) -> BoostingResult:
+          callbacks=(), model=None, group_tester=None) -> BoostingResult:
     """Fit ``params.n_estimators`` trees.
 
     Parameters
@@ -98,6 +99,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
         Validation sets scored after every tree.
     callbacks : sequence of callables receiving a CallbackEnv
     model : object passed to callbacks as ``env.model``
+    group_tester : GroupTester or None
+        The GT-GBM precompute (``params.method == "gtgbm"``).
     """
     loss = LOSSES[params.loss]
     task = "classification" if params.loss == "logistic" else "regression"
@@ -108,7 +111,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     h = np.empty(n, dtype=np.float64)
     ones = np.ones(n, dtype=np.float64)
     rows = np.arange(n, dtype=np.int32)
-    grower = TreeGrower(X_binned, bin_mapper, params.growth)
+    grower = TreeGrower(X_binned, bin_mapper, params.growth, group_tester, params.group_test_scope)
     train = _Evaluator("train", X_binned, y, init, loss, task)
     train.raw = raw  # train scores are updated through the partition, not re-predicted
     evaluators = [_Evaluator(name, Xb, yv, init, loss, task) for name, Xb, yv in evals]

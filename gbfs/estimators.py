@@ -9,6 +9,7 @@ least one split of the fitted ensemble.
 from __future__ import annotations
 
 import time
+import warnings
 from contextlib import contextmanager
 
 import numba
@@ -19,11 +20,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
+from . import group_testing
 from . import validation as V
 from ._types import MAX_BINS
 from .binning import BinMapper
 from .boosting import BoostingParams, boost
 from .callbacks import early_stopping
+from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
 from .grower import GrowthParams
 from .penalty import FeatureUsage
 from .tree import PackedEnsemble
@@ -31,12 +34,14 @@ from .tree import PackedEnsemble
 _PARAM_DOC = """
     Parameters
     ----------
-    method : {"agbm", "gbfs"}, default="agbm"
+    method : {"agbm", "gbfs", "gtgbm"}, default="agbm"
         Split criterion.  ``"gbfs"``: maximise ``gain - mu * c_j * 1{j unused}``
         (Eq. 1 of the GT-GBM paper, Eq. 14 of the GBFS paper); ``"agbm"``: maximise
         ``gain / SSE_root - mu * c_j * 1{j unused}`` where SSE_root is the SSE of the
         residuals at the tree's root (A-GBM, Section 2 of the GT-GBM paper), so ``mu``
-        lies in [0, 1] whatever the scale of the target.
+        lies in [0, 1] whatever the scale of the target.  ``"gtgbm"``: the A-GBM
+        criterion over the used features and the candidates found by group tests
+        on random feature subsets (GT-GBM, Algorithm 2; see :mod:`gbfs.group_testing`).
     mu : float, default=0.01
         Penalty for using a new feature (or bag); 0 gives plain gradient boosting.
     feature_costs : array-like of shape (n_features,), default=None
@@ -69,11 +74,32 @@ _PARAM_DOC = """
     early_stopping_rounds : int or None, default=None
         Stop when the first eval set's loss has not improved for this many trees;
         the model keeps the trees up to the best iteration.  Needs ``eval_set``.
+    n_target_features : int, default=10
+        GT-GBM's s, the number of important features sought per split (Algorithm 2).
+    delta : float in (0, 1), default=0.1
+        GT-GBM's failure probability of Theorem 4.1.
+    n_subsets : int or None, default=None
+        GT-GBM's number of random feature subsets p; None: ``ceil(e * s * ln(s / delta))``
+        (Theorem 4.1), or 1 when s = 1.
+    subset_size : int or None, default=None
+        Features per subset; None: ``ceil(n_features / s)`` (all features when s = 1).
+    group_test_scope : {"node", "tree"}, default="node"
+        ``"node"``: group tests at every node (Algorithm 2).  ``"tree"``: once per tree,
+        at the root; every node of that tree then searches the used features and that
+        candidate set (much faster; see the README for its measured effect).
+    max_precompute_bytes : int, default=4 GiB
+        Memory budget of GT-GBM's precompute (float32 standardised copy + prefix sums);
+        a larger plan is refused with the largest settings that fit.
     random_state : int, RandomState instance or None, default=None
-        Seed of every random choice (bin subsample); same seed, same model.
+        Seed of every random choice (bin subsample, GT-GBM's subsets); same seed, same model.
     n_threads : int or None, default=None
         Threads of the numba kernels (None: numba's default, all cores).
 """
+
+
+_GROUP_TEST_DEFAULTS = {"n_target_features": 10, "delta": 0.1, "n_subsets": None, "subset_size": None,
+                        "group_test_scope": "node",
+                        "max_precompute_bytes": DEFAULT_MAX_PRECOMPUTE_BYTES}
 
 
 @contextmanager
@@ -96,7 +122,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
                  min_samples_leaf=20, min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
-                 bin_subsample=200_000, early_stopping_rounds=None, random_state=None,
+                 bin_subsample=200_000, early_stopping_rounds=None, n_target_features=10,
+                 delta=0.1, n_subsets=None, subset_size=None, group_test_scope="node",
+                 max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, random_state=None,
                  n_threads=None):
         self.method = method
         self.mu = mu
@@ -115,6 +143,12 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.max_bins = max_bins
         self.bin_subsample = bin_subsample
         self.early_stopping_rounds = early_stopping_rounds
+        self.n_target_features = n_target_features
+        self.delta = delta
+        self.n_subsets = n_subsets
+        self.subset_size = subset_size
+        self.group_test_scope = group_test_scope
+        self.max_precompute_bytes = max_precompute_bytes
         self.random_state = random_state
         self.n_threads = n_threads
 
@@ -127,9 +161,10 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def _validate_params(self) -> BoostingParams:
         method = V.check_choice("method", self.method, V.METHODS)
         mu = V.check_real("mu", self.mu, low=0.0)
-        if method == "agbm" and mu > 1.0:
-            raise ValueError(f"mu must be in [0, 1] for method='agbm' (normalised gains are at most 1), "
-                             f"got {self.mu!r}")
+        if method in ("agbm", "gtgbm") and mu > 1.0:
+            raise ValueError(f"mu must be in [0, 1] for method={method!r} (normalised gains are at "
+                             f"most 1), got {self.mu!r}")
+        scope = self._validate_group_test_params(method)
         growth = GrowthParams(
             max_depth=V.check_int("max_depth", self.max_depth, 1, allow_none=True),
             max_leaves=V.check_int("max_leaves", self.max_leaves, 2, allow_none=True),
@@ -154,7 +189,33 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             learning_rate=V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True),
             criterion=V.check_choice("criterion", self.criterion, V.CRITERIA),
             leaf_estimate=V.check_choice("leaf_estimate", self.leaf_estimate, V.LEAF_ESTIMATES),
-            growth=growth)
+            growth=growth, group_test_scope=scope)
+
+    def _validate_group_test_params(self, method) -> str:
+        V.check_int("n_target_features", self.n_target_features, 1)
+        V.check_real("delta", self.delta, 0.0, 1.0, low_open=True, high_open=True)
+        V.check_int("n_subsets", self.n_subsets, 1, allow_none=True)
+        V.check_int("subset_size", self.subset_size, 1, allow_none=True)
+        scope = V.check_choice("group_test_scope", self.group_test_scope, V.GROUP_TEST_SCOPES)
+        V.check_int("max_precompute_bytes", self.max_precompute_bytes, 1)
+        if method != "gtgbm":
+            changed = [k for k, v in _GROUP_TEST_DEFAULTS.items() if getattr(self, k) != v]
+            if changed:
+                warnings.warn(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
+                              f"for method={method!r}", UserWarning, stacklevel=3)
+        return scope
+
+    def _group_test_plan(self, n_rows, n_features):
+        """GT-GBM's subset plan, checked against the data width and the memory budget."""
+        if self.n_target_features > n_features:
+            raise ValueError(f"n_target_features={self.n_target_features} exceeds the "
+                             f"{n_features} features of X")
+        if self.subset_size is not None and self.subset_size > n_features:
+            raise ValueError(f"subset_size={self.subset_size} exceeds the {n_features} features of X")
+        pl = group_testing.plan(n_rows, n_features, self.n_target_features, float(self.delta),
+                                self.n_subsets, self.subset_size)
+        group_testing.check_memory(pl, int(self.max_precompute_bytes))
+        return pl
 
     def _check_X(self, X, reset: bool, name: str = "X"):
         V.reject_non_numeric(X, name)
@@ -220,6 +281,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             if not evals:
                 raise ValueError("early_stopping_rounds needs eval_set")
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
+        pl = self._group_test_plan(*X.shape) if params.method == "gtgbm" else None
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with _num_threads(self.n_threads):
             t0 = time.perf_counter()
@@ -229,12 +291,22 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             named = [("val" if k == 0 else f"val{k}", self._bin_mapper.transform(Xv), yv)
                      for k, (Xv, yv) in enumerate(evals)]
             t1 = time.perf_counter()
-            usage = FeatureUsage(d, float(self.mu), costs, bags)
-            result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self)
+            tester = None
+            if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
+                tester = group_testing.GroupTester.precompute(X, pl, np.random.default_rng([seed, 1]))
             t2 = time.perf_counter()
+            usage = FeatureUsage(d, float(self.mu), costs, bags)
+            result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self,
+                           group_tester=tester)
+            t3 = time.perf_counter()
+        del tester  # the precompute is not part of the model
         self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration)
-        self.timings_ = {"binning_seconds": t1 - t0, "boosting_seconds": t2 - t1,
-                         "binned_bytes": int(X_binned.nbytes)}
+        self.timings_ = {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1,
+                         "boosting_seconds": t3 - t2, "binned_bytes": int(X_binned.nbytes),
+                         "precompute_bytes": 0 if pl is None else int(pl.nbytes)}
+        if pl is not None:
+            self.n_subsets_ = pl.n_subsets
+            self.subset_size_ = pl.subset_size
         return self
 
     def _reset_fitted(self) -> None:

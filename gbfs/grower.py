@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from ._types import MISSING_BIN, N_BINS, ROW_DTYPE
-from .histogram import build_histogram, gather, new_histogram
+from .histogram import build_histogram, build_histogram_features, gather, new_histogram
 from .penalty import FeatureUsage
 from .splitting import build_and_scan, penalized_best, subtract_and_scan
 from .tree import TreeBuilder
@@ -72,7 +72,7 @@ def split_partition(partition, start, end, col, bin_threshold, missing_left, buf
 
 class _Node:
     __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "gain", "bin",
-                 "missing_left", "left_sums", "feature", "score", "version")
+                 "missing_left", "left_sums", "feature", "score", "version", "searched")
 
     def __init__(self, node_id, start, end, depth, sum_g, sum_h):
         self.id = node_id
@@ -85,6 +85,7 @@ class _Node:
         self.feature = -1
         self.score = -np.inf
         self.version = -1
+        self.searched = None  # GT-GBM: the features whose gains (and histogram) are valid
 
     @property
     def count(self) -> int:
@@ -111,9 +112,19 @@ class TreeGrower:
     bin_mapper : BinMapper
         Gives the number of bins per feature and the raw thresholds.
     params : GrowthParams
+    group_tester : GroupTester or None
+        GT-GBM (Algorithm 2): each node searches only Omega and the candidate set C found by
+        group tests instead of every feature.
+    group_test_scope : {"node", "tree"}
+        ``"node"``: group tests at every node (the paper); ``"tree"``: once per tree at the root,
+        every node of the tree then searches Omega u C (our extension, issue 3 part 4).
     """
 
-    def __init__(self, X_binned, bin_mapper, params: GrowthParams):
+    def __init__(self, X_binned, bin_mapper, params: GrowthParams, group_tester=None,
+                 group_test_scope: str = "node"):
+        self.group_tester = group_tester
+        self.group_test_scope = group_test_scope
+        self._tree_candidates = None
         self.X_binned = X_binned
         self.bin_mapper = bin_mapper
         self.n_bins = bin_mapper.n_bins_non_missing_
@@ -193,6 +204,9 @@ class TreeGrower:
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
         root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
+        self._tree_candidates = None
+        if self.group_tester is not None and self.group_test_scope == "tree" and self._splittable(root):
+            self._tree_candidates = self._group_test(root, *self._gathered(root))
         pending, done = [], []
         if self._splittable(root):
             self._search(root)
@@ -203,6 +217,7 @@ class TreeGrower:
         while pending and (p.max_leaves is None or n_leaves < p.max_leaves):
             for node in pending:  # refresh: Omega may have grown since the node was scored
                 if node.version != usage.version:
+                    self._complete(node)
                     self._score(node)
             best = max(pending, key=lambda nd: nd.score)
             if not best.score > 0.0:
@@ -232,6 +247,8 @@ class TreeGrower:
         p = self.params
         if p.max_depth is not None and node.depth + 1 >= p.max_depth:
             return False  # its children are leaves
+        if self.group_tester is not None and self.group_test_scope == "node":
+            return False  # each child searches its own candidate set: nothing to subtract from
         if node.count < max(self._min_count + p.min_samples_leaf, p.subtraction_min_rows):
             return False
         return self._can_keep()
@@ -256,30 +273,80 @@ class TreeGrower:
 
     def _alloc_split_arrays(self, node) -> None:
         d = self.n_features
-        node.gain = np.empty(d, dtype=np.float64)
+        # GT-GBM searches a subset: the other features stay at -inf (never chosen)
+        node.gain = np.full(d, -np.inf) if self.group_tester is not None else np.empty(d)
         node.bin = np.empty(d, dtype=np.int32)
         node.missing_left = np.empty(d, dtype=np.bool_)
         node.left_sums = np.empty((d, 3), dtype=np.float64)
 
-    def _search(self, node, keep=None) -> None:
+    def _search(self, node, keep=None, features=None) -> None:
         """Best split per feature of ``node`` from its rows (fused build + scan)."""
-        p = self.params
         keep = self._keep_hist(node) if keep is None else keep
         self._alloc_split_arrays(node)
         if keep:
             node.hist = self._get_hist()
         rows, r_ord, h_ord = self._gathered(node)
-        build_and_scan(self.X_binned, rows, r_ord, h_ord, self.features, self._n_chunks, keep,
+        if features is None:
+            features = self._features_for(node, rows, r_ord, h_ord)
+        node.searched = features
+        self._build_and_scan(node, rows, r_ord, h_ord, features, keep)
+        self._score(node)
+
+    def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
+        p = self.params
+        build_and_scan(self.X_binned, rows, r_ord, h_ord, features,
+                       max(1, min(self._n_chunks, features.shape[0])), keep,
                        node.hist if keep else self._dummy_hist, self.n_bins, node.sum_g, node.sum_h,
                        float(node.count), float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda,
                        node.gain, node.bin, node.missing_left, node.left_sums)
-        self._score(node)
 
-    def _search_by_subtraction(self, large, parent_hist, small_hist) -> None:
+    # -- GT-GBM (Algorithm 2) ----------------------------------------------------------------------
+    def _group_test(self, node, rows, r_ord, h_ord) -> np.ndarray:
+        """Candidate set C of ``node`` (Algorithm 2, lines 2-10)."""
+        p = self.params
+        return self.group_tester.candidates(rows, r_ord, h_ord, node.sum_g, node.sum_h, node.count,
+                                            p.min_samples_leaf, p.min_child_weight, p.reg_lambda)
+
+    def _features_for(self, node, rows, r_ord, h_ord) -> np.ndarray:
+        """Features a node searches: all of them, or for GT-GBM Omega u C (lines 1 and 11)."""
+        if self.group_tester is None:
+            return self.features
+        if self.group_test_scope == "tree" and self._tree_candidates is not None:
+            cand = self._tree_candidates
+        else:
+            cand = self._group_test(node, rows, r_ord, h_ord)
+        return np.union1d(self._usage.free_features(), cand)
+
+    def _wanted_features(self, node):
+        """Tree scope: the set a child will search (known without its rows); else None."""
+        if self.group_tester is None:
+            return self.features
+        if self.group_test_scope == "tree" and self._tree_candidates is not None:
+            return np.union1d(self._usage.free_features(), self._tree_candidates)
+        return None
+
+    def _complete(self, node) -> None:
+        """GT-GBM: evaluate a pending node on the features that joined Omega after its search.
+
+        Algorithm 2 checks every used feature at the split (line 1); best-first growth scores a
+        node before its siblings' splits add features to Omega, so those are added here.
+        """
+        if self.group_tester is None or node.searched is None:
+            return
+        missing = np.setdiff1d(self._usage.free_features(), node.searched, assume_unique=True)
+        if missing.size == 0:
+            return
+        rows, r_ord, h_ord = self._gathered(node)
+        self._build_and_scan(node, rows, r_ord, h_ord, missing, False)
+        node.searched = np.union1d(node.searched, missing)
+        self._release(node)  # its kept histogram lacks the new features: children build from rows
+
+    def _search_by_subtraction(self, large, parent_hist, small_hist, features) -> None:
         """Best splits of ``large`` from ``parent - small``; the parent's buffer becomes large's."""
         p = self.params
         self._alloc_split_arrays(large)
-        subtract_and_scan(parent_hist, small_hist, self.features, self.n_bins, large.sum_g,
+        large.searched = features
+        subtract_and_scan(parent_hist, small_hist, features, self.n_bins, large.sum_g,
                           large.sum_h, float(large.count), float(p.min_samples_leaf),
                           p.min_child_weight, p.reg_lambda, large.gain, large.bin,
                           large.missing_left, large.left_sums)
@@ -314,16 +381,23 @@ class TreeGrower:
     def _search_children(self, parent, left, right) -> None:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
-        if parent.hist is not None and self._splittable(large):
+        wanted = self._wanted_features(parent) if parent.hist is not None else None
+        if wanted is not None and wanted is not self.features and \
+                not np.array_equal(wanted, parent.searched):
+            wanted = None  # GT-GBM tree scope: Omega grew beyond the parent's histogram
+        if wanted is not None and self._splittable(large):
             # the smaller child's histogram must exist in full for the subtraction
             if self._splittable(small):
-                self._search(small, keep=True)
+                self._search(small, keep=True, features=wanted)
             else:
                 small.hist = self._get_hist()
                 rows, r_ord, h_ord = self._gathered(small)
-                build_histogram(self.X_binned, rows, r_ord, h_ord, small.hist)
+                if wanted is self.features:
+                    build_histogram(self.X_binned, rows, r_ord, h_ord, small.hist)
+                else:
+                    build_histogram_features(self.X_binned, rows, r_ord, h_ord, wanted, small.hist)
             parent_hist, parent.hist = parent.hist, None
-            self._search_by_subtraction(large, parent_hist, small.hist)
+            self._search_by_subtraction(large, parent_hist, small.hist, wanted)
             if not (self._splittable(small) and self._keep_hist(small)):
                 self._release(small)
             return

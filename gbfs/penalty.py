@@ -40,10 +40,23 @@ class FeatureUsage:
         self.order: list[int] = []  # features in order of first use
         self._penalty = self.mu * self.costs
         self.version = 0  # bumped whenever the penalty vector changes
+        self._free = np.empty(0, dtype=np.int64)
+        self._free_version = -1
 
     def penalty(self) -> np.ndarray:
         """``mu * c_j * 1{bag(j) has no used feature}`` (shared, do not modify)."""
         return self._penalty
+
+    def free_features(self) -> np.ndarray:
+        """Features of the used bags, i.e. GT-GBM's Omega (sorted; shared, do not modify).
+
+        Without bags these are exactly the used features; with bags, once a bag is used all
+        its features are "old" features (no penalty) and are searched at every node.
+        """
+        if self._free_version != self.version:
+            self._free = np.flatnonzero(self.bag_used[self.bag_of]).astype(np.int64)
+            self._free_version = self.version
+        return self._free
 
     def mark_used(self, feature: int) -> bool:
         """Add ``feature`` to Omega; return True if its bag became used (its penalties drop to 0)."""

@@ -10,7 +10,8 @@ import numbers
 
 import numpy as np
 
-METHODS = ("gbfs", "agbm")
+METHODS = ("gbfs", "agbm", "gtgbm")
+GROUP_TEST_SCOPES = ("node", "tree")
 CRITERIA = ("sse", "newton")
 LEAF_ESTIMATES = ("mean", "newton")
 

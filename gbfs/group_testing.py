@@ -1,0 +1,435 @@
+"""GT-GBM: group-testing split search over prefix-sum pseudo-features (issue 3).
+
+Section 4 and Algorithm 2 of the GT-GBM paper.  Before training (the *precompute*):
+
+1. every feature is standardised to [0, 1] by min-max (the paper's footnote 1):
+   ``z_ij = (x_ij - min_j) / (max_j - min_j)``; a constant feature becomes 0 and a
+   NaN becomes the feature's mean standardised value, so a missing entry neither
+   raises nor lowers a pseudo-feature on average (the exact evaluation of the
+   candidates still sees NaN in its own bin);
+2. ``p`` random subsets of ``m = ceil(d / s)`` features are drawn, each in a random
+   order (``p = ceil(e s ln(s / delta))`` by default, Theorem 4.1; ``p = 1`` with
+   ``m = d`` when ``s = 1``, Algorithm 2 line 2);
+3. prefix sums of the standardised features along each subset's order are stored
+   so that the pseudo-feature of a contiguous half, ``Z_G = sum_{j in G} z_j``,
+   costs one subtraction per row (the paper's footnote 2).
+
+The binary search always halves a subset the same way (``[lo, mid)`` and
+``[mid, hi)`` with ``mid = lo + (hi - lo) // 2``), so the halves it can ever test
+form a fixed binary tree over the subset's positions.  Only the boundaries of
+halves with at least :data:`DIRECT_SUM_BELOW` features are stored; smaller halves
+are summed directly from the standardised copy (at most 7 column reads, no more
+than the 2-4 reads of two prefix differences).  With ``DIRECT_SUM_BELOW = 1`` the
+store is the paper's full prefix array; the default keeps ~8x less memory and
+precompute time (at the Gisette shape with s = 10: 32 instead of 500 columns per
+subset) with identical pseudo-feature values up to float32 rounding.
+
+At a node (Algorithm 2 lines 4-10) every subset is halved until one feature is
+left; each half is scored by GT(half) = the best gain of a split on its
+pseudo-feature over the node's rows, binned on the fly into :data:`GT_BINS`
+equal-width bins between the pseudo-feature's min and max in the node (O(rows),
+no sort), and the better half is kept.  The survivors are the candidate set C.
+The grower then evaluates Omega and C exactly on their histograms with the
+penalty (lines 1 and 11-16): the best of ``gain / SSE_root - penalty`` over
+Omega u C, which is the paper's "best of C if it beats l after its penalty, else
+the best used feature".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from ._types import N_BINS
+from .splitting import _scan_feature
+
+GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
+DIRECT_SUM_BELOW = 8  # halves with fewer features are summed directly, not by prefix difference
+DEFAULT_DELTA = 0.1
+DEFAULT_N_TARGET_FEATURES = 10
+DEFAULT_MAX_PRECOMPUTE_BYTES = 4 * 2**30
+_ROW_BLOCK = 1024  # rows per block of the precompute (the block's columns stay in cache)
+
+
+def default_n_subsets(n_target_features: int, delta: float) -> int:
+    """Number of random subsets ``p = ceil(e * s * ln(s / delta))`` (Theorem 4.1); 1 when s = 1."""
+    s = int(n_target_features)
+    if s == 1:
+        return 1  # Algorithm 2, line 2: "if s = 1, we just select [d]"
+    return math.ceil(math.e * s * math.log(s / delta))
+
+
+def default_subset_size(n_features: int, n_target_features: int) -> int:
+    """``ceil(d / s)`` features per subset (Algorithm 2, line 2)."""
+    return math.ceil(n_features / n_target_features)
+
+
+def halving_boundaries(subset_size: int, direct_sum_below: int = DIRECT_SUM_BELOW) -> np.ndarray:
+    """Positions whose prefix sums are stored: the ends of the halving tree's halves of at least
+    ``direct_sum_below`` features (always including 0 and ``subset_size``)."""
+    out = {0, subset_size}
+    stack = [(0, subset_size)]
+    while stack:
+        lo, hi = stack.pop()
+        if hi - lo < 2:
+            continue
+        mid = lo + (hi - lo) // 2
+        for a, b in ((lo, mid), (mid, hi)):
+            if b - a >= direct_sum_below:
+                out.update((a, b))
+                stack.append((a, b))
+    return np.array(sorted(out), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class GroupTestPlan:
+    """Sizes of a precompute, known before any array is allocated."""
+
+    n_rows: int
+    n_features: int
+    n_target_features: int
+    delta: float
+    n_subsets: int
+    subset_size: int
+    n_stored: int  # prefix columns per subset (boundary 0 is implicit)
+
+    @property
+    def standardised_bytes(self) -> int:
+        return 4 * self.n_rows * self.n_features
+
+    @property
+    def prefix_bytes(self) -> int:
+        return 4 * self.n_rows * self.n_subsets * self.n_stored
+
+    @property
+    def nbytes(self) -> int:
+        return self.standardised_bytes + self.prefix_bytes
+
+
+def plan(n_rows: int, n_features: int, n_target_features: int, delta: float = DEFAULT_DELTA,
+         n_subsets: int | None = None, subset_size: int | None = None,
+         direct_sum_below: int = DIRECT_SUM_BELOW) -> GroupTestPlan:
+    """Subset count and size (defaults of Algorithm 2 / Theorem 4.1) and the memory they need."""
+    s = int(n_target_features)
+    p = default_n_subsets(s, delta) if n_subsets is None else int(n_subsets)
+    m = (n_features if s == 1 else default_subset_size(n_features, s)) if subset_size is None \
+        else int(subset_size)
+    m = min(m, n_features)
+    n_stored = len(halving_boundaries(m, direct_sum_below)) - 1
+    return GroupTestPlan(n_rows, n_features, s, float(delta), p, m, n_stored)
+
+
+def _gib(b: float) -> str:
+    return f"{b / 2**30:.2f} GiB"
+
+
+def check_memory(pl: GroupTestPlan, max_bytes: int, direct_sum_below: int = DIRECT_SUM_BELOW) -> None:
+    """Refuse a precompute above ``max_bytes`` with the largest settings that would fit."""
+    if pl.nbytes <= max_bytes:
+        return
+    hints = []
+    per_subset = 4 * pl.n_rows * pl.n_stored
+    room = max_bytes - pl.standardised_bytes
+    if room >= per_subset:
+        hints.append(f"n_subsets <= {room // per_subset}")
+
+    def fits(s, delta):
+        return plan(pl.n_rows, pl.n_features, s, delta, None, None, direct_sum_below).nbytes <= max_bytes
+
+    s_fit = next((s for s in range(pl.n_target_features - 1, 0, -1) if fits(s, pl.delta)), None)
+    if s_fit is not None:
+        hints.append(f"n_target_features <= {s_fit}")
+    d_fit = next((d for d in (0.2, 0.3, 0.5, 0.7, 0.9, 0.99) if d > pl.delta and pl.n_target_features > d
+                  and fits(pl.n_target_features, d)), None)
+    if d_fit is not None:
+        hints.append(f"delta >= {d_fit}")
+    hint = (" Use " + " or ".join(hints) + ", or raise max_precompute_bytes.") if hints else \
+        " Even one subset does not fit: raise max_precompute_bytes or use fewer rows."
+    raise ValueError(
+        f"max_precompute_bytes: the GT-GBM precompute needs {_gib(pl.nbytes)} ({pl.nbytes} bytes: "
+        f"standardised float32 copy {_gib(pl.standardised_bytes)} + prefix sums "
+        f"{_gib(pl.prefix_bytes)} for n_subsets={pl.n_subsets} of subset_size={pl.subset_size} on "
+        f"{pl.n_rows} rows) but max_precompute_bytes={max_bytes}.{hint}")
+
+
+# -- precompute kernels ------------------------------------------------------------------------------
+
+@njit(parallel=True, cache=True)
+def _column_stats(X, n_blocks):
+    """Per-column min, max, sum and count of the non-NaN entries of a C-ordered matrix."""
+    n, d = X.shape
+    mins = np.full((n_blocks, d), np.inf)
+    maxs = np.full((n_blocks, d), -np.inf)
+    sums = np.zeros((n_blocks, d))
+    cnts = np.zeros((n_blocks, d))
+    for blk in prange(n_blocks):
+        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
+            for j in range(d):
+                v = X[i, j]
+                if v == v:  # not NaN
+                    if v < mins[blk, j]:
+                        mins[blk, j] = v
+                    if v > maxs[blk, j]:
+                        maxs[blk, j] = v
+                    sums[blk, j] += v
+                    cnts[blk, j] += 1.0
+    mn = np.empty(d)
+    mx = np.empty(d)
+    fill = np.empty(d)
+    for j in range(d):
+        a = np.inf
+        b = -np.inf
+        sm = 0.0
+        c = 0.0
+        for blk in range(n_blocks):
+            a = min(a, mins[blk, j])
+            b = max(b, maxs[blk, j])
+            sm += sums[blk, j]
+            c += cnts[blk, j]
+        mn[j] = a
+        mx[j] = b
+        fill[j] = ((sm / c - a) / (b - a)) if (c > 0 and b > a) else 0.0
+    return mn, mx, fill
+
+
+@njit(parallel=True, cache=True)
+def _standardise(X, mn, mx, fill, Z):
+    """``Z[:, j] = (X[:, j] - min_j) / (max_j - min_j)`` into a Fortran-ordered float32 matrix."""
+    n, d = X.shape
+    n_blocks = (n + 63) // 64
+    for blk in prange(n_blocks):
+        i0 = blk * 64
+        i1 = min(n, i0 + 64)
+        for j in range(d):
+            span = mx[j] - mn[j]
+            scale = 1.0 / span if span > 0 else 0.0
+            for i in range(i0, i1):
+                v = X[i, j]
+                Z[i, j] = (v - mn[j]) * scale if v == v else fill[j]
+
+
+@njit(parallel=True, cache=True)
+def _prefix_sums(Z, subsets, stored, prefix):
+    """``prefix[k, c, i] = sum_{t < stored[c]} Z[i, subsets[k, t]]``, by blocks of rows."""
+    n = Z.shape[0]
+    p, m = subsets.shape
+    n_blocks = (n + _ROW_BLOCK - 1) // _ROW_BLOCK
+    for task in prange(n_blocks * p):
+        blk = task // p
+        k = task % p
+        i0 = blk * _ROW_BLOCK
+        i1 = min(n, i0 + _ROW_BLOCK)
+        acc = np.zeros(i1 - i0)
+        c = 0
+        for t in range(m):
+            col = Z[:, subsets[k, t]]
+            for i in range(i0, i1):
+                acc[i - i0] += col[i]
+            while c < stored.shape[0] and stored[c] == t + 1:
+                for i in range(i0, i1):
+                    prefix[k, c, i] = acc[i - i0]
+                c += 1
+
+
+# -- node kernels --------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _half_values(Z, prefix, col_of, subset, k, lo, hi, rows, n, out):
+    """Pseudo-feature ``sum_{t in [lo, hi)} z_{subset[t]}`` of the node's rows into ``out``.
+
+    Returns its (min, max) over the rows.  ``rows`` empty means rows ``0..n-1``.
+    """
+    all_rows = rows.shape[0] == 0
+    c_lo = col_of[lo]
+    c_hi = col_of[hi]
+    if c_hi >= 0 and c_lo != -1:  # stored boundaries: one subtraction per row
+        top = prefix[k, c_hi]
+        if c_lo == -2:  # lo == 0: the prefix is the value
+            for i in range(n):
+                out[i] = top[i if all_rows else rows[i]]
+        else:
+            bot = prefix[k, c_lo]
+            for i in range(n):
+                row = i if all_rows else rows[i]
+                out[i] = top[row] - bot[row]
+    else:  # a small half: sum its few standardised columns directly
+        for i in range(n):
+            out[i] = 0.0
+        for t in range(lo, hi):
+            col = Z[:, subset[t]]
+            for i in range(n):
+                out[i] += col[i if all_rows else rows[i]]
+    mn = np.inf
+    mx = -np.inf
+    for i in range(n):
+        v = out[i]
+        mn = min(mn, v)
+        mx = max(mx, v)
+    return mn, mx
+
+
+@njit(cache=True, nogil=True)
+def _pseudo_gain(z, mn, mx, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
+                 min_child_weight, reg_lambda):
+    """GT(half): best split gain of a pseudo-feature binned into equal-width bins over [mn, mx]."""
+    if not mx > mn:
+        return -np.inf  # constant in this node: no split
+    for b in range(n_bins):  # bins n_bins..255 (incl. the missing bin) stay zero
+        hist[b, 0] = 0.0
+        hist[b, 1] = 0.0
+        hist[b, 2] = 0.0
+    scale = n_bins / (mx - mn)
+    top = n_bins - 1
+    unit = h_ord.shape[0] == 0
+    for i in range(z.shape[0]):
+        b = min(int((z[i] - mn) * scale), top)
+        hist[b, 0] += r_ord[i]
+        if not unit:
+            hist[b, 1] += h_ord[i]
+        hist[b, 2] += 1.0
+    if unit:
+        for b in range(n_bins):
+            hist[b, 1] = hist[b, 2]
+    return _scan_feature(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+                         reg_lambda)[0]
+
+
+@njit(parallel=True, cache=True)
+def group_tests(Z, prefix, col_of, subsets, rows, r_ord, h_ord, n_bins, sum_g, sum_h, sum_c,
+                min_samples_leaf, min_child_weight, reg_lambda, out_feature, out_gain):
+    """Binary search of every subset (Algorithm 2, lines 4-10), parallel over subsets.
+
+    ``out_feature[k]`` is the feature subset ``k`` ends on and ``out_gain[k]`` the GT score
+    of that last single-feature half (-inf when no half had an admissible split).
+    """
+    p, m = subsets.shape
+    n = r_ord.shape[0]
+    for k in prange(p):
+        zl = np.empty(n, dtype=np.float32)
+        zr = np.empty(n, dtype=np.float32)
+        hist = np.empty((N_BINS, 3))
+        for b in range(N_BINS):  # no missing values in a pseudo-feature
+            hist[b, 0] = 0.0
+            hist[b, 1] = 0.0
+            hist[b, 2] = 0.0
+        lo = 0
+        hi = m
+        best = -np.inf
+        while hi - lo > 1:
+            mid = lo + (hi - lo) // 2
+            mnl, mxl = _half_values(Z, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
+            gl = _pseudo_gain(zl, mnl, mxl, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
+                              min_samples_leaf, min_child_weight, reg_lambda)
+            mnr, mxr = _half_values(Z, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
+            gr = _pseudo_gain(zr, mnr, mxr, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
+                              min_samples_leaf, min_child_weight, reg_lambda)
+            if gr > gl:  # ties keep the left half
+                lo = mid
+                best = gr
+            else:
+                hi = mid
+                best = gl
+        out_feature[k] = subsets[k, lo]
+        out_gain[k] = best
+
+
+class GroupTester:
+    """The precomputed pseudo-features of one training matrix and the node search over them.
+
+    Build it with :meth:`precompute`.  Attributes: ``subsets`` (p, m) feature indices in
+    their random order; ``Z`` the standardised float32 copy (n, d), Fortran-ordered;
+    ``prefix`` (p, n_stored, n) float32; ``stored`` the stored boundary positions;
+    ``col_of`` (m + 1,) maps a boundary to its column in ``prefix`` (-2: boundary 0, whose
+    prefix is 0; -1: not stored).
+    """
+
+    def __init__(self, Z, subsets, stored, prefix, n_bins: int = GT_BINS):
+        self.Z = Z
+        self.subsets = subsets
+        self.stored = stored
+        self.prefix = prefix
+        self.n_bins = int(n_bins)
+        m = subsets.shape[1]
+        self.col_of = np.full(m + 1, -1, dtype=np.int64)
+        self.col_of[0] = -2
+        self.col_of[stored] = np.arange(stored.shape[0])
+
+    @classmethod
+    def precompute(cls, X: np.ndarray, pl: GroupTestPlan, rng: np.random.Generator,
+                   direct_sum_below: int = DIRECT_SUM_BELOW) -> GroupTester:
+        """Standardise ``X`` (C-ordered float64, validated), draw the subsets, store prefix sums.
+
+        The caller checks ``pl`` against the memory budget first (:func:`check_memory`).
+        """
+        n, d = X.shape
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        mn, mx, fill = _column_stats(X, max(1, min(n, 64)))
+        Z = np.empty((n, d), dtype=np.float32, order="F")
+        _standardise(X, mn, mx, fill, Z)
+        subsets = np.empty((pl.n_subsets, pl.subset_size), dtype=np.int64)
+        for k in range(pl.n_subsets):  # each a uniform subset of [d] in uniformly random order
+            subsets[k] = rng.permutation(d)[:pl.subset_size]
+        stored = halving_boundaries(pl.subset_size, direct_sum_below)[1:]
+        prefix = np.empty((pl.n_subsets, stored.shape[0], n), dtype=np.float32)
+        _prefix_sums(Z, subsets, stored, prefix)
+        return cls(Z, subsets, stored, prefix)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.Z.nbytes + self.prefix.nbytes)
+
+    def pseudo_feature(self, k: int, lo: int, hi: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """Values of the pseudo-feature of positions ``[lo, hi)`` of subset ``k`` (for tests and
+        diagnostics; the search uses the same kernel)."""
+        rows = np.empty(0, np.int32) if rows is None else np.asarray(rows, dtype=np.int32)
+        n = self.Z.shape[0] if rows.shape[0] == 0 else rows.shape[0]
+        out = np.empty(n, dtype=np.float32)
+        _half_values(self.Z, self.prefix, self.col_of, self.subsets[k], k, lo, hi, rows, n, out)
+        return out
+
+    def search(self, rows, r_ord, h_ord, sum_g, sum_h, count, min_samples_leaf, min_child_weight,
+               reg_lambda) -> tuple[np.ndarray, np.ndarray]:
+        """Run the group tests on a node; return every subset's (feature, GT score).
+
+        ``rows`` empty means all rows in order; ``r_ord``/``h_ord`` are the node's residuals and
+        second channel in row order (``h_ord`` empty: unit weights), as for the histogram kernels.
+        """
+        p = self.subsets.shape[0]
+        feature = np.empty(p, dtype=np.int64)
+        gain = np.empty(p, dtype=np.float64)
+        group_tests(self.Z, self.prefix, self.col_of, self.subsets, rows, r_ord, h_ord, self.n_bins,
+                    sum_g, sum_h, float(count), float(min_samples_leaf), min_child_weight, reg_lambda,
+                    feature, gain)
+        return feature, gain
+
+    def candidates(self, *args) -> np.ndarray:
+        """The candidate set C of a node (sorted, unique); arguments as :meth:`search`."""
+        return np.unique(self.search(*args)[0])
+
+
+def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
+                    n_subsets: int | None = None, subset_size: int | None = None,
+                    random_state: int | None = 0, min_samples_leaf: int = 20,
+                    max_precompute_bytes: int = DEFAULT_MAX_PRECOMPUTE_BYTES) -> np.ndarray:
+    """Candidate set C that GT-GBM finds at the root of its first tree (squared loss).
+
+    The root residuals are ``y - mean(y)`` with unit weights, as in the first tree of
+    GT-GBM on a regression target.  Used for the paper's Figure 1.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.ndim != 2 or y.shape != (X.shape[0],):
+        raise ValueError(f"X must be 2-D with one row per entry of y, got X {X.shape} and y {y.shape}")
+    pl = plan(X.shape[0], X.shape[1], n_target_features, delta, n_subsets, subset_size)
+    check_memory(pl, max_precompute_bytes)
+    tester = GroupTester.precompute(X, pl, np.random.default_rng(random_state))
+    r = y - y.mean()
+    return tester.candidates(np.empty(0, np.int32), r, np.empty(0), float(r.sum()), float(len(r)),
+                             len(r), min_samples_leaf, 1e-3, 0.0)
+
+
+__all__ = ["GT_BINS", "DIRECT_SUM_BELOW", "GroupTester", "GroupTestPlan", "check_memory",
+           "default_n_subsets", "default_subset_size", "halving_boundaries", "plan", "root_candidates"]
