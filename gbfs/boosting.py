@@ -31,6 +31,7 @@ class BoostingParams:
     leaf_estimate: str = "mean"  # "mean": mean residual; "newton": sum r / (sum h + lambda)
     growth: GrowthParams = field(default_factory=GrowthParams)
     group_test_scope: str = "node"  # GT-GBM only: "node" (Algorithm 2) or "tree"
+    group_test_rows: int | None = None  # GT-GBM only: row sample size of a group test
 
 
 @dataclass
@@ -85,7 +86,7 @@ class _Evaluator:
 
 
 def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, evals=(),
-          callbacks=(), model=None, group_tester=None) -> BoostingResult:
+          callbacks=(), model=None, group_tester=None, rng=None) -> BoostingResult:
     """Fit ``params.n_estimators`` trees.
 
     Parameters
@@ -101,6 +102,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     model : object passed to callbacks as ``env.model``
     group_tester : GroupTester or None
         The GT-GBM precompute (``params.method == "gtgbm"``).
+    rng : numpy Generator or None
+        Source of the group tests' row samples (``params.group_test_rows``).
     """
     loss = LOSSES[params.loss]
     task = "classification" if params.loss == "logistic" else "regression"
@@ -111,7 +114,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     h = np.empty(n, dtype=np.float64)
     ones = np.ones(n, dtype=np.float64)
     rows = np.arange(n, dtype=np.int32)
-    grower = TreeGrower(X_binned, bin_mapper, params.growth, group_tester, params.group_test_scope)
+    grower = TreeGrower(X_binned, bin_mapper, params.growth, group_tester, params.group_test_scope,
+                        params.group_test_rows, rng)
     train = _Evaluator("train", X_binned, y, init, loss, task)
     train.raw = raw  # train scores are updated through the partition, not re-predicted
     evaluators = [_Evaluator(name, Xb, yv, init, loss, task) for name, Xb, yv in evals]

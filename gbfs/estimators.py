@@ -87,6 +87,10 @@ _PARAM_DOC = """
         ``"node"``: group tests at every node (Algorithm 2).  ``"tree"``: once per tree,
         at the root; every node of that tree then searches the used features and that
         candidate set (much faster; see the README for its measured effect).
+    group_test_rows : int or None, default=None
+        GT-GBM: a node with more rows runs its group tests on a seeded uniform sample
+        of this many rows (the candidates are still evaluated exactly on all rows).
+        None: all rows, as in the paper.
     max_precompute_bytes : int, default=4 GiB
         Memory budget of GT-GBM's precompute (float32 standardised copy + prefix sums);
         a larger plan is refused with the largest settings that fit.
@@ -98,7 +102,7 @@ _PARAM_DOC = """
 
 
 _GROUP_TEST_DEFAULTS = {"n_target_features": 10, "delta": 0.1, "n_subsets": None, "subset_size": None,
-                        "group_test_scope": "node",
+                        "group_test_scope": "node", "group_test_rows": None,
                         "max_precompute_bytes": DEFAULT_MAX_PRECOMPUTE_BYTES}
 
 
@@ -124,7 +128,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
                  bin_subsample=200_000, early_stopping_rounds=None, n_target_features=10,
                  delta=0.1, n_subsets=None, subset_size=None, group_test_scope="node",
-                 max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, random_state=None,
+                 group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, random_state=None,
                  n_threads=None):
         self.method = method
         self.mu = mu
@@ -148,6 +152,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.n_subsets = n_subsets
         self.subset_size = subset_size
         self.group_test_scope = group_test_scope
+        self.group_test_rows = group_test_rows
         self.max_precompute_bytes = max_precompute_bytes
         self.random_state = random_state
         self.n_threads = n_threads
@@ -189,7 +194,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             learning_rate=V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True),
             criterion=V.check_choice("criterion", self.criterion, V.CRITERIA),
             leaf_estimate=V.check_choice("leaf_estimate", self.leaf_estimate, V.LEAF_ESTIMATES),
-            growth=growth, group_test_scope=scope)
+            growth=growth, group_test_scope=scope, group_test_rows=self.group_test_rows)
 
     def _validate_group_test_params(self, method) -> str:
         V.check_int("n_target_features", self.n_target_features, 1)
@@ -197,6 +202,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         V.check_int("n_subsets", self.n_subsets, 1, allow_none=True)
         V.check_int("subset_size", self.subset_size, 1, allow_none=True)
         scope = V.check_choice("group_test_scope", self.group_test_scope, V.GROUP_TEST_SCOPES)
+        V.check_int("group_test_rows", self.group_test_rows, 2, allow_none=True)
         V.check_int("max_precompute_bytes", self.max_precompute_bytes, 1)
         if method != "gtgbm":
             changed = [k for k, v in _GROUP_TEST_DEFAULTS.items() if getattr(self, k) != v]
@@ -297,7 +303,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             t2 = time.perf_counter()
             usage = FeatureUsage(d, float(self.mu), costs, bags)
             result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self,
-                           group_tester=tester)
+                           group_tester=tester, rng=np.random.default_rng([seed, 2]))
             t3 = time.perf_counter()
         del tester  # the precompute is not part of the model
         self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration)

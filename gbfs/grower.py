@@ -118,12 +118,18 @@ class TreeGrower:
     group_test_scope : {"node", "tree"}
         ``"node"``: group tests at every node (the paper); ``"tree"``: once per tree at the root,
         every node of the tree then searches Omega u C (our extension, issue 3 part 4).
+    group_test_rows : int or None
+        Group tests of a node with more rows use a uniform sample of this many of them (drawn
+        from ``rng``); the candidates are still evaluated exactly on all rows.  None: all rows.
+    rng : numpy Generator, required with ``group_test_rows``
     """
 
     def __init__(self, X_binned, bin_mapper, params: GrowthParams, group_tester=None,
-                 group_test_scope: str = "node"):
+                 group_test_scope: str = "node", group_test_rows: int | None = None, rng=None):
         self.group_tester = group_tester
         self.group_test_scope = group_test_scope
+        self.group_test_rows = group_test_rows
+        self._rng = rng
         self._tree_candidates = None
         self.X_binned = X_binned
         self.bin_mapper = bin_mapper
@@ -304,8 +310,20 @@ class TreeGrower:
     def _group_test(self, node, rows, r_ord, h_ord) -> np.ndarray:
         """Candidate set C of ``node`` (Algorithm 2, lines 2-10)."""
         p = self.params
-        return self.group_tester.candidates(rows, r_ord, h_ord, node.sum_g, node.sum_h, node.count,
-                                            p.min_samples_leaf, p.min_child_weight, p.reg_lambda)
+        cap = self.group_test_rows
+        if cap is None or node.count <= cap:
+            return self.group_tester.candidates(rows, r_ord, h_ord, node.sum_g, node.sum_h, node.count,
+                                                p.min_samples_leaf, p.min_child_weight, p.reg_lambda)
+        # a uniform row sample, sorted so that the kernels read the columns in order
+        pick = np.sort(self._rng.choice(node.count, cap, replace=False))
+        rows_s = rows[pick] if rows.shape[0] else pick.astype(ROW_DTYPE)
+        r_s = r_ord[pick]
+        h_s = h_ord[pick] if h_ord.shape[0] else h_ord
+        sum_h = float(np.sum(h_s)) if h_s.shape[0] else float(cap)
+        # a leaf of min_samples_leaf rows holds about that fraction of the sample
+        msl = max(1.0, p.min_samples_leaf * cap / node.count)
+        return self.group_tester.candidates(rows_s, r_s, h_s, float(np.sum(r_s)), sum_h, cap, msl,
+                                            p.min_child_weight * cap / node.count, p.reg_lambda)
 
     def _features_for(self, node, rows, r_ord, h_ord) -> np.ndarray:
         """Features a node searches: all of them, or for GT-GBM Omega u C (lines 1 and 11)."""

@@ -1,4 +1,6 @@
-"""Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core``).
+"""Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|gtgbm``).
+
+``gtgbm`` (issue 3) is described in :mod:`runners.bench_gtgbm`.
 
 Targets live here, never as timed assertions in tests.  ``core`` (issue 2) measures,
 per paper shape (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634, synthetic
@@ -30,6 +32,7 @@ from gbfs import GBFSClassifier
 from gbfs.binning import BinMapper
 from gbfs.metrics import roc_auc
 from gbfs.synthetic import PAPER_SHAPES, make_sparse_classification
+from runners import bench_gtgbm
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "binning_ratio": 0.5, "penalty_overhead": 0.05,
            "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0, "memory_ratio": 3.0}
@@ -226,7 +229,13 @@ def main(argv=None) -> int:
                       help="multiply the number of training rows (e.g. 0.1 for a quick run)")
     core.add_argument("--no-jit", action="store_true", help="skip the JIT timing subprocesses")
     core.add_argument("--out", type=Path, default=Path("results/bench/core.json"))
+    core.set_defaults(handler=run_core)
+    bench_gtgbm.add_parser(sub)
     args = ap.parse_args(argv)
+    return args.handler(args)
+
+
+def run_core(args) -> int:
 
     warm_up(args.threads)
     rows = []
