@@ -429,8 +429,13 @@ class GroupTester:
         return feature, gain
 
     def candidates(self, *args) -> np.ndarray:
-        """The candidate set C of a node (sorted, unique); arguments as :meth:`search`."""
-        return np.unique(self.search(*args)[0])
+        """The candidate set C of a node (sorted, unique); arguments as :meth:`search`.
+
+        A subset whose last test had no admissible split (e.g. a node too small for two
+        leaves of ``min_samples_leaf`` rows) contributes nothing: its survivor is arbitrary.
+        """
+        feature, gain = self.search(*args)
+        return np.unique(feature[np.isfinite(gain)])
 
 
 def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
