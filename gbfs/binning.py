@@ -90,8 +90,42 @@ def _radix_sort(values):
     return src.view(np.float64)
 
 
+@njit(cache=True, nogil=True)
+def _standardised_bin_values(values, edges, n_edges, out):
+    """Min-max standardised mean of the sorted ``values`` falling in each bin (GT-GBM's z).
+
+    ``out[b] = (mean of the values in bin b - min) / (max - min)``; the missing bin gets
+    the standardised mean of all values; a constant (or empty) column gets 0.
+    """
+    out[:] = 0.0
+    n = values.shape[0]
+    if n == 0 or not values[n - 1] > values[0]:
+        return
+    lo = values[0]
+    scale = 1.0 / (values[n - 1] - lo)
+    b = 0
+    total = 0.0
+    acc = 0.0
+    cnt = 0
+    for i in range(n):
+        v = values[i]
+        while b < n_edges and edges[b] < v:  # the bin transform() gives v: #edges < v
+            out[b] = ((acc / cnt) - lo) * scale if cnt > 0 else -1.0
+            b += 1
+            acc = 0.0
+            cnt = 0
+        acc += v
+        cnt += 1
+        total += v
+    out[b] = ((acc / cnt) - lo) * scale
+    for k in range(n_edges + 1):  # a bin no sample fell in: the midpoint of its edges
+        if out[k] < 0.0:
+            out[k] = (0.5 * (edges[k - 1] + edges[k]) - lo) * scale
+    out[MISSING_BIN] = (total / n - lo) * scale
+
+
 @njit(parallel=True, cache=True)
-def _fit_edges(X, max_bins, edges, n_edges):
+def _fit_edges(X, max_bins, edges, n_edges, z_values):
     n, d = X.shape
     for f in prange(d):
         col = np.empty(n, dtype=np.float64)
@@ -101,7 +135,9 @@ def _fit_edges(X, max_bins, edges, n_edges):
             if not np.isnan(v):
                 col[m] = v
                 m += 1
-        n_edges[f] = _edges_of_sorted(_radix_sort(col[:m]), max_bins, edges[f])
+        values = _radix_sort(col[:m])
+        n_edges[f] = _edges_of_sorted(values, max_bins, edges[f])
+        _standardised_bin_values(values, edges[f], n_edges[f], z_values[f])
 
 
 @njit(parallel=True, cache=True)
@@ -155,6 +191,9 @@ class BinMapper:
     n_edges_ : ndarray of int32, shape (n_features,)
     n_bins_non_missing_ : ndarray of int32, shape (n_features,)
         ``n_edges_ + 1``.
+    standardised_values_ : ndarray of float64, shape (n_features, 256)
+        Per bin, the min-max standardised mean of the (subsampled) training values in it;
+        the missing bin holds the standardised mean of the column (GT-GBM's pseudo-features).
     """
 
     def __init__(self, max_bins: int = MAX_BINS, subsample: int | None = 200_000,
@@ -174,7 +213,8 @@ class BinMapper:
         d = X.shape[1]
         self.bin_edges_ = np.zeros((d, max(self.max_bins - 1, 1)), dtype=X_DTYPE)
         self.n_edges_ = np.zeros(d, dtype=np.int32)
-        _fit_edges(X, self.max_bins, self.bin_edges_, self.n_edges_)
+        self.standardised_values_ = np.zeros((d, MISSING_BIN + 1), dtype=np.float64)
+        _fit_edges(X, self.max_bins, self.bin_edges_, self.n_edges_, self.standardised_values_)
         self.n_bins_non_missing_ = self.n_edges_ + 1
         return self
 

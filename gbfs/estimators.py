@@ -299,7 +299,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             t1 = time.perf_counter()
             tester = None
             if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
-                tester = group_testing.GroupTester.precompute(X, pl, np.random.default_rng([seed, 1]))
+                tester = group_testing.GroupTester.precompute(
+                    X_binned, self._bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
             t2 = time.perf_counter()
             usage = FeatureUsage(d, float(self.mu), costs, bags)
             result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self,

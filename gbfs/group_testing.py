@@ -2,27 +2,33 @@
 
 Section 4 and Algorithm 2 of the GT-GBM paper.  Before training (the *precompute*):
 
-1. every feature is standardised to [0, 1] by min-max (the paper's footnote 1):
-   ``z_ij = (x_ij - min_j) / (max_j - min_j)``; a constant feature becomes 0 and a
-   NaN becomes the feature's mean standardised value, so a missing entry neither
-   raises nor lowers a pseudo-feature on average (the exact evaluation of the
-   candidates still sees NaN in its own bin);
+1. every feature is standardised to [0, 1] by min-max (the paper's footnote 1).  We
+   standardise the binned feature: ``z_ij`` is the min-max standardised mean of the
+   training values in ``x_ij``'s bin (``BinMapper.standardised_values_``), which is
+   exactly ``(x_ij - min_j) / (max_j - min_j)`` for a feature with at most 255 distinct
+   values and within half a quantile bin of it otherwise.  A NaN becomes the
+   feature's mean standardised value, so a missing entry neither raises nor lowers a
+   pseudo-feature on average (the exact evaluation of the candidates still sees NaN
+   in its own bin); a constant feature is 0.  Reading ``z`` through the uint8 binned
+   matrix and a 256-entry table per feature needs no float copy of the data: at the
+   Epsilon shape that copy alone (640 MB, transposed from the C-ordered input) took
+   longer than an A-GBM tree to write on our build machine;
 2. ``p`` random subsets of ``m = ceil(d / s)`` features are drawn, each in a random
    order (``p = ceil(e s ln(s / delta))`` by default, Theorem 4.1; ``p = 1`` with
    ``m = d`` when ``s = 1``, Algorithm 2 line 2);
-3. prefix sums of the standardised features along each subset's order are stored
-   so that the pseudo-feature of a contiguous half, ``Z_G = sum_{j in G} z_j``,
-   costs one subtraction per row (the paper's footnote 2).
+3. prefix sums of ``z`` along each subset's order are stored (float32) so that the
+   pseudo-feature of a contiguous half, ``Z_G = sum_{j in G} z_j``, costs one
+   subtraction per row (the paper's footnote 2).
 
 The binary search always halves a subset the same way (``[lo, mid)`` and
 ``[mid, hi)`` with ``mid = lo + (hi - lo) // 2``), so the halves it can ever test
 form a fixed binary tree over the subset's positions.  Only the boundaries of
 halves with at least :data:`DIRECT_SUM_BELOW` features are stored; smaller halves
-are summed directly from the standardised copy (at most 7 column reads, no more
-than the 2-4 reads of two prefix differences).  With ``DIRECT_SUM_BELOW = 1`` the
-store is the paper's full prefix array; the default keeps ~8x less memory and
-precompute time (at the Gisette shape with s = 10: 32 instead of 500 columns per
-subset) with identical pseudo-feature values up to float32 rounding.
+are summed directly from the binned columns (at most 7 column reads, about the
+cost of two prefix differences).  With ``direct_sum_below=1`` the store is the
+paper's full prefix array; the default keeps ~8x less memory and precompute time
+(at the Gisette shape with s = 10: 64 instead of 500 columns per subset) with the
+same pseudo-feature values up to float32 rounding.
 
 At a node (Algorithm 2 lines 4-10) every subset is halved until one feature is
 left; each half is scored by GT(half) = the best gain of a split on its
@@ -43,7 +49,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from ._types import N_BINS
+from ._types import MAX_BINS, N_BINS
+from .binning import BinMapper
 from .splitting import _scan_feature
 
 GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
@@ -97,16 +104,9 @@ class GroupTestPlan:
     n_stored: int  # prefix columns per subset (boundary 0 is implicit)
 
     @property
-    def standardised_bytes(self) -> int:
-        return 4 * self.n_rows * self.n_features
-
-    @property
-    def prefix_bytes(self) -> int:
-        return 4 * self.n_rows * self.n_subsets * self.n_stored
-
-    @property
     def nbytes(self) -> int:
-        return self.standardised_bytes + self.prefix_bytes
+        """Bytes of the float32 prefix sums (the binned matrix is shared with the booster)."""
+        return 4 * self.n_rows * self.n_subsets * self.n_stored
 
 
 def plan(n_rows: int, n_features: int, n_target_features: int, delta: float = DEFAULT_DELTA,
@@ -127,14 +127,13 @@ def _gib(b: float) -> str:
 
 
 def check_memory(pl: GroupTestPlan, max_bytes: int, direct_sum_below: int = DIRECT_SUM_BELOW) -> None:
-    """Refuse a precompute above ``max_bytes`` with the largest settings that would fit."""
+    """Refuse a precompute above ``max_bytes``, naming the largest settings that would fit."""
     if pl.nbytes <= max_bytes:
         return
     hints = []
     per_subset = 4 * pl.n_rows * pl.n_stored
-    room = max_bytes - pl.standardised_bytes
-    if room >= per_subset:
-        hints.append(f"n_subsets <= {room // per_subset}")
+    if max_bytes >= per_subset:
+        hints.append(f"n_subsets <= {max_bytes // per_subset}")
 
     def fits(s, delta):
         return plan(pl.n_rows, pl.n_features, s, delta, None, None, direct_sum_below).nbytes <= max_bytes
@@ -149,76 +148,21 @@ def check_memory(pl: GroupTestPlan, max_bytes: int, direct_sum_below: int = DIRE
     hint = (" Use " + " or ".join(hints) + ", or raise max_precompute_bytes.") if hints else \
         " Even one subset does not fit: raise max_precompute_bytes or use fewer rows."
     raise ValueError(
-        f"max_precompute_bytes: the GT-GBM precompute needs {_gib(pl.nbytes)} ({pl.nbytes} bytes: "
-        f"standardised float32 copy {_gib(pl.standardised_bytes)} + prefix sums "
-        f"{_gib(pl.prefix_bytes)} for n_subsets={pl.n_subsets} of subset_size={pl.subset_size} on "
+        f"max_precompute_bytes: the GT-GBM precompute needs {_gib(pl.nbytes)} ({pl.nbytes} bytes of "
+        f"float32 prefix sums for n_subsets={pl.n_subsets} of subset_size={pl.subset_size} on "
         f"{pl.n_rows} rows) but max_precompute_bytes={max_bytes}.{hint}")
 
 
-# -- precompute kernels ------------------------------------------------------------------------------
+# -- precompute kernel -------------------------------------------------------------------------------
 
 @njit(parallel=True, cache=True)
-def _column_stats(X, n_blocks):
-    """Per-column min, max, sum and count of the non-NaN entries of a C-ordered matrix."""
-    n, d = X.shape
-    mins = np.full((n_blocks, d), np.inf)
-    maxs = np.full((n_blocks, d), -np.inf)
-    sums = np.zeros((n_blocks, d))
-    cnts = np.zeros((n_blocks, d))
-    for blk in prange(n_blocks):
-        for i in range(blk * n // n_blocks, (blk + 1) * n // n_blocks):
-            for j in range(d):
-                v = X[i, j]
-                if v == v:  # not NaN
-                    if v < mins[blk, j]:
-                        mins[blk, j] = v
-                    if v > maxs[blk, j]:
-                        maxs[blk, j] = v
-                    sums[blk, j] += v
-                    cnts[blk, j] += 1.0
-    mn = np.empty(d)
-    mx = np.empty(d)
-    fill = np.empty(d)
-    for j in range(d):
-        a = np.inf
-        b = -np.inf
-        sm = 0.0
-        c = 0.0
-        for blk in range(n_blocks):
-            a = min(a, mins[blk, j])
-            b = max(b, maxs[blk, j])
-            sm += sums[blk, j]
-            c += cnts[blk, j]
-        mn[j] = a
-        mx[j] = b
-        fill[j] = ((sm / c - a) / (b - a)) if (c > 0 and b > a) else 0.0
-    return mn, mx, fill
+def _prefix_sums(Xb, z_values, subsets, stored, prefix):
+    """``prefix[k, c, i] = sum_{t < stored[c]} z_values[f_t, Xb[i, f_t]]``, ``f_t = subsets[k, t]``.
 
-
-@njit(parallel=True, cache=True)
-def _standardise(X, mn, mx, fill, Z):
-    """``Z[:, j] = (X[:, j] - min_j) / (max_j - min_j)`` into a Fortran-ordered float32 matrix."""
-    n, d = X.shape
-    n_blocks = (n + 63) // 64
-    for blk in prange(n_blocks):
-        i0 = blk * 64
-        i1 = min(n, i0 + 64)
-        for j in range(d):
-            span = mx[j] - mn[j]
-            scale = 1.0 / span if span > 0 else 0.0
-            for i in range(i0, i1):
-                v = X[i, j]
-                Z[i, j] = (v - mn[j]) * scale if v == v else fill[j]
-
-
-@njit(parallel=True, cache=True)
-def _prefix_sums(Z, subsets, stored, prefix):
-    """``prefix[k, c, i] = sum_{t < stored[c]} Z[i, subsets[k, t]]`` (float64 running sums).
-
-    One task per subset, rows in blocks: a block's running sums stay in L1 and every column
-    chunk is a contiguous slice (indexing ``Z[i, f]`` element-wise instead is ~8x slower).
+    One task per subset, rows in blocks: a block's float64 running sums stay in L1 and every
+    column chunk is a contiguous slice of the Fortran-ordered binned matrix.
     """
-    n = Z.shape[0]
+    n = Xb.shape[0]
     p, m = subsets.shape
     for k in prange(p):
         for i0 in range(0, n, _ROW_BLOCK):
@@ -226,9 +170,11 @@ def _prefix_sums(Z, subsets, stored, prefix):
             acc = np.zeros(size)
             c = 0
             for t in range(m):
-                col = Z[i0:i0 + size, subsets[k, t]]
+                f = subsets[k, t]
+                col = Xb[i0:i0 + size, f]
+                z = z_values[f]
                 for ii in range(size):
-                    acc[ii] += col[ii]
+                    acc[ii] += z[col[ii]]
                 if c < stored.shape[0] and stored[c] == t + 1:
                     for ii in range(size):
                         prefix[k, c, i0 + ii] = acc[ii]
@@ -238,7 +184,7 @@ def _prefix_sums(Z, subsets, stored, prefix):
 # -- node kernels --------------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _half_values(Z, prefix, col_of, subset, k, lo, hi, rows, n, out):
+def _half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
     """Pseudo-feature ``sum_{t in [lo, hi)} z_{subset[t]}`` of the node's rows into ``out``.
 
     Returns its (min, max) over the rows.  ``rows`` empty means rows ``0..n-1``.  The loops
@@ -265,21 +211,18 @@ def _half_values(Z, prefix, col_of, subset, k, lo, hi, rows, n, out):
             for i in range(n):
                 out[i] = top[rows[i]] - bot[rows[i]]
     else:  # a small half: sum its few standardised columns directly
-        col = Z[:, subset[lo]]
-        if all_rows:
-            for i in range(n):
-                out[i] = col[i]
-        else:
-            for i in range(n):
-                out[i] = col[rows[i]]
-        for t in range(lo + 1, hi):
-            col = Z[:, subset[t]]
+        for i in range(n):
+            out[i] = 0.0
+        for t in range(lo, hi):
+            f = subset[t]
+            col = Xb[:, f]
+            z = z_values[f]
             if all_rows:
                 for i in range(n):
-                    out[i] += col[i]
+                    out[i] += z[col[i]]
             else:
                 for i in range(n):
-                    out[i] += col[rows[i]]
+                    out[i] += z[col[rows[i]]]
     mn = np.inf
     mx = -np.inf
     for i in range(n):
@@ -325,7 +268,7 @@ def _pseudo_gain(z, mn, mx, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min
 
 
 @njit(parallel=True, cache=True)
-def group_tests(Z, prefix, col_of, subsets, rows, r_ord, h_ord, n_bins, sum_g, sum_h, sum_c,
+def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bins, sum_g, sum_h, sum_c,
                 min_samples_leaf, min_child_weight, reg_lambda, out_feature, out_gain):
     """Binary search of every subset (Algorithm 2, lines 4-10), parallel over subsets.
 
@@ -343,10 +286,10 @@ def group_tests(Z, prefix, col_of, subsets, rows, r_ord, h_ord, n_bins, sum_g, s
         best = -np.inf
         while hi - lo > 1:
             mid = lo + (hi - lo) // 2
-            mnl, mxl = _half_values(Z, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
+            mnl, mxl = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
             gl = _pseudo_gain(zl, mnl, mxl, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                               min_samples_leaf, min_child_weight, reg_lambda)
-            mnr, mxr = _half_values(Z, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
+            mnr, mxr = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
             gr = _pseudo_gain(zr, mnr, mxr, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                               min_samples_leaf, min_child_weight, reg_lambda)
             if gr > gl:  # ties keep the left half
@@ -360,17 +303,18 @@ def group_tests(Z, prefix, col_of, subsets, rows, r_ord, h_ord, n_bins, sum_g, s
 
 
 class GroupTester:
-    """The precomputed pseudo-features of one training matrix and the node search over them.
+    """The precomputed pseudo-features of one binned training matrix and the node search.
 
-    Build it with :meth:`precompute`.  Attributes: ``subsets`` (p, m) feature indices in
-    their random order; ``Z`` the standardised float32 copy (n, d), Fortran-ordered;
-    ``prefix`` (p, n_stored, n) float32; ``stored`` the stored boundary positions;
-    ``col_of`` (m + 1,) maps a boundary to its column in ``prefix`` (-2: boundary 0, whose
-    prefix is 0; -1: not stored).
+    Build it with :meth:`precompute`.  Attributes: ``Xb`` the binned matrix (shared, not
+    copied); ``z_values`` (d, 256) the standardised value of every bin; ``subsets`` (p, m)
+    feature indices in their random order; ``prefix`` (p, n_stored, n) float32;
+    ``stored`` the stored boundary positions; ``col_of`` (m + 1,) maps a boundary to its
+    column in ``prefix`` (-2: boundary 0, whose prefix is 0; -1: not stored).
     """
 
-    def __init__(self, Z, subsets, stored, prefix, n_bins: int = GT_BINS):
-        self.Z = Z
+    def __init__(self, Xb, z_values, subsets, stored, prefix, n_bins: int = GT_BINS):
+        self.Xb = Xb
+        self.z_values = z_values
         self.subsets = subsets
         self.stored = stored
         self.prefix = prefix
@@ -381,36 +325,40 @@ class GroupTester:
         self.col_of[stored] = np.arange(stored.shape[0])
 
     @classmethod
-    def precompute(cls, X: np.ndarray, pl: GroupTestPlan, rng: np.random.Generator,
-                   direct_sum_below: int = DIRECT_SUM_BELOW) -> GroupTester:
-        """Standardise ``X`` (C-ordered float64, validated), draw the subsets, store prefix sums.
+    def precompute(cls, X_binned: np.ndarray, z_values: np.ndarray, pl: GroupTestPlan,
+                   rng: np.random.Generator, direct_sum_below: int = DIRECT_SUM_BELOW) -> GroupTester:
+        """Draw the subsets and store the prefix sums of the standardised binned features.
 
-        The caller checks ``pl`` against the memory budget first (:func:`check_memory`).
+        ``X_binned`` is the booster's Fortran-ordered uint8 matrix and ``z_values`` its
+        mapper's ``standardised_values_``.  The caller checks ``pl`` against the memory
+        budget first (:func:`check_memory`).
         """
-        n, d = X.shape
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        mn, mx, fill = _column_stats(X, max(1, min(n, 64)))
-        Z = np.empty((n, d), dtype=np.float32, order="F")
-        _standardise(X, mn, mx, fill, Z)
+        n, d = X_binned.shape
         subsets = np.empty((pl.n_subsets, pl.subset_size), dtype=np.int64)
         for k in range(pl.n_subsets):  # each a uniform subset of [d] in uniformly random order
             subsets[k] = rng.permutation(d)[:pl.subset_size]
         stored = halving_boundaries(pl.subset_size, direct_sum_below)[1:]
         prefix = np.empty((pl.n_subsets, stored.shape[0], n), dtype=np.float32)
-        _prefix_sums(Z, subsets, stored, prefix)
-        return cls(Z, subsets, stored, prefix)
+        _prefix_sums(X_binned, z_values, subsets, stored, prefix)
+        return cls(X_binned, z_values, subsets, stored, prefix)
+
+    def standardised(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """The dense standardised matrix ``z`` (float64) of ``rows`` (all by default); for tests."""
+        Xb = self.Xb if rows is None else self.Xb[rows]
+        return np.take_along_axis(self.z_values, np.asarray(Xb, dtype=np.intp).T, axis=1).T
 
     @property
     def nbytes(self) -> int:
-        return int(self.Z.nbytes + self.prefix.nbytes)
+        return int(self.prefix.nbytes)
 
     def pseudo_feature(self, k: int, lo: int, hi: int, rows: np.ndarray | None = None) -> np.ndarray:
         """Values of the pseudo-feature of positions ``[lo, hi)`` of subset ``k`` (for tests and
         diagnostics; the search uses the same kernel)."""
         rows = np.empty(0, np.int32) if rows is None else np.asarray(rows, dtype=np.int32)
-        n = self.Z.shape[0] if rows.shape[0] == 0 else rows.shape[0]
+        n = self.Xb.shape[0] if rows.shape[0] == 0 else rows.shape[0]
         out = np.empty(n, dtype=np.float32)
-        _half_values(self.Z, self.prefix, self.col_of, self.subsets[k], k, lo, hi, rows, n, out)
+        _half_values(self.Xb, self.z_values, self.prefix, self.col_of, self.subsets[k], k, lo, hi, rows,
+                     n, out)
         return out
 
     def search(self, rows, r_ord, h_ord, sum_g, sum_h, count, min_samples_leaf, min_child_weight,
@@ -423,9 +371,9 @@ class GroupTester:
         p = self.subsets.shape[0]
         feature = np.empty(p, dtype=np.int64)
         gain = np.empty(p, dtype=np.float64)
-        group_tests(self.Z, self.prefix, self.col_of, self.subsets, rows, r_ord, h_ord, self.n_bins,
-                    sum_g, sum_h, float(count), float(min_samples_leaf), min_child_weight, reg_lambda,
-                    feature, gain)
+        group_tests(self.Xb, self.z_values, self.prefix, self.col_of, self.subsets, rows, r_ord, h_ord,
+                    self.n_bins, sum_g, sum_h, float(count), float(min_samples_leaf), min_child_weight,
+                    reg_lambda, feature, gain)
         return feature, gain
 
     def candidates(self, *args) -> np.ndarray:
@@ -453,7 +401,9 @@ def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
         raise ValueError(f"X must be 2-D with one row per entry of y, got X {X.shape} and y {y.shape}")
     pl = plan(X.shape[0], X.shape[1], n_target_features, delta, n_subsets, subset_size)
     check_memory(pl, max_precompute_bytes)
-    tester = GroupTester.precompute(X, pl, np.random.default_rng(random_state))
+    rng = np.random.default_rng(random_state)
+    mapper = BinMapper(MAX_BINS, 200_000, rng).fit(X)
+    tester = GroupTester.precompute(mapper.transform(X), mapper.standardised_values_, pl, rng)
     r = y - y.mean()
     return tester.candidates(np.empty(0, np.int32), r, np.empty(0), float(r.sum()), float(len(r)),
                              len(r), min_samples_leaf, 1e-3, 0.0)
