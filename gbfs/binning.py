@@ -101,6 +101,7 @@ def _standardised_bin_values(values, edges, n_edges, out):
     n = values.shape[0]
     if n == 0 or not values[n - 1] > values[0]:
         return
+    out[:n_edges + 1] = -1.0  # marks a bin no value fell in
     lo = values[0]
     scale = 1.0 / (values[n - 1] - lo)
     b = 0
@@ -118,9 +119,14 @@ def _standardised_bin_values(values, edges, n_edges, out):
         cnt += 1
         total += v
     out[b] = ((acc / cnt) - lo) * scale
-    for k in range(n_edges + 1):  # a bin no sample fell in: the midpoint of its edges
+    for k in range(n_edges + 1):  # a bin no (subsampled) value fell in
         if out[k] < 0.0:
-            out[k] = (0.5 * (edges[k - 1] + edges[k]) - lo) * scale
+            if k == 0:
+                out[k] = 0.0
+            elif k == n_edges:  # above the last edge, which is the max: values beyond the max
+                out[k] = 1.0
+            else:
+                out[k] = (0.5 * (edges[k - 1] + edges[k]) - lo) * scale
     out[MISSING_BIN] = (total / n - lo) * scale
 
 

@@ -220,7 +220,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             raise ValueError(f"subset_size={self.subset_size} exceeds the {n_features} features of X")
         pl = group_testing.plan(n_rows, n_features, self.n_target_features, float(self.delta),
                                 self.n_subsets, self.subset_size)
-        group_testing.check_memory(pl, int(self.max_precompute_bytes))
+        group_testing.check_memory(pl, int(self.max_precompute_bytes), self.n_subsets, self.subset_size)
         return pl
 
     def _check_X(self, X, reset: bool, name: str = "X"):

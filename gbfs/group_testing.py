@@ -58,6 +58,7 @@ DIRECT_SUM_BELOW = 8  # halves with fewer features are summed directly, not by p
 DEFAULT_DELTA = 0.1
 DEFAULT_N_TARGET_FEATURES = 10
 DEFAULT_MAX_PRECOMPUTE_BYTES = 4 * 2**30
+_F32_NOISE = 8.0 * 2.0**-24  # relative rounding of a float32 prefix difference (a few ulps, two terms)
 _ROW_BLOCK = 1024  # rows per block of the precompute (the block's columns stay in cache)
 
 
@@ -126,8 +127,13 @@ def _gib(b: float) -> str:
     return f"{b / 2**30:.2f} GiB"
 
 
-def check_memory(pl: GroupTestPlan, max_bytes: int, direct_sum_below: int = DIRECT_SUM_BELOW) -> None:
-    """Refuse a precompute above ``max_bytes``, naming the largest settings that would fit."""
+def check_memory(pl: GroupTestPlan, max_bytes: int, n_subsets: int | None = None,
+                 subset_size: int | None = None, direct_sum_below: int = DIRECT_SUM_BELOW) -> None:
+    """Refuse a precompute above ``max_bytes``, naming settings that would fit.
+
+    ``n_subsets`` / ``subset_size`` are the values the user gave (None: defaults); each
+    suggestion keeps the user's other settings, so following any one of them fits.
+    """
     if pl.nbytes <= max_bytes:
         return
     hints = []
@@ -136,15 +142,20 @@ def check_memory(pl: GroupTestPlan, max_bytes: int, direct_sum_below: int = DIRE
         hints.append(f"n_subsets <= {max_bytes // per_subset}")
 
     def fits(s, delta):
-        return plan(pl.n_rows, pl.n_features, s, delta, None, None, direct_sum_below).nbytes <= max_bytes
+        return plan(pl.n_rows, pl.n_features, s, delta, n_subsets, subset_size,
+                    direct_sum_below).nbytes <= max_bytes
 
-    s_fit = next((s for s in range(pl.n_target_features - 1, 0, -1) if fits(s, pl.delta)), None)
-    if s_fit is not None:
-        hints.append(f"n_target_features <= {s_fit}")
-    d_fit = next((d for d in (0.2, 0.3, 0.5, 0.7, 0.9, 0.99) if d > pl.delta and pl.n_target_features > d
-                  and fits(pl.n_target_features, d)), None)
-    if d_fit is not None:
-        hints.append(f"delta >= {d_fit}")
+    if subset_size is None or n_subsets is None:  # s changes the default p or the default m
+        s_fit = sorted((s for s in range(1, pl.n_features + 1) if s != pl.n_target_features),
+                       key=lambda s: abs(s - pl.n_target_features))
+        s_fit = next((s for s in s_fit if fits(s, pl.delta)), None)
+        if s_fit is not None:
+            hints.append(f"n_target_features={s_fit}")
+    if n_subsets is None and pl.n_target_features > 1:  # delta only enters the default p
+        d_fit = next((d for d in (0.2, 0.3, 0.5, 0.7, 0.9, 0.99) if d > pl.delta
+                      and fits(pl.n_target_features, d)), None)
+        if d_fit is not None:
+            hints.append(f"delta >= {d_fit}")
     hint = (" Use " + " or ".join(hints) + ", or raise max_precompute_bytes.") if hints else \
         " Even one subset does not fit: raise max_precompute_bytes or use fewer rows."
     raise ValueError(
@@ -257,10 +268,14 @@ def _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins):
 
 
 @njit(cache=True, nogil=True)
-def _pseudo_gain(z, mn, mx, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
+def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                  min_child_weight, reg_lambda):
-    """GT(half): best split gain of a pseudo-feature binned into equal-width bins over [mn, mx]."""
-    if not mx > mn:
+    """GT(half): best split gain of a pseudo-feature binned into equal-width bins over [mn, mx].
+
+    A spread within ``tol`` is float32 rounding of prefix differences, not a feature that
+    varies in the node: such a half cannot be split.
+    """
+    if not mx - mn > tol:
         return -np.inf  # constant in this node: no split
     _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins)
     return _scan_feature(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
@@ -287,10 +302,12 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
         while hi - lo > 1:
             mid = lo + (hi - lo) // 2
             mnl, mxl = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
-            gl = _pseudo_gain(zl, mnl, mxl, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
+            # prefixes are at most hi (z <= 1): a few float32 ulps of that is rounding noise
+            tol = _F32_NOISE * hi
+            gl = _pseudo_gain(zl, mnl, mxl, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                               min_samples_leaf, min_child_weight, reg_lambda)
             mnr, mxr = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
-            gr = _pseudo_gain(zr, mnr, mxr, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
+            gr = _pseudo_gain(zr, mnr, mxr, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                               min_samples_leaf, min_child_weight, reg_lambda)
             if gr > gl:  # ties keep the left half
                 lo = mid
@@ -400,7 +417,7 @@ def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
     if X.ndim != 2 or y.shape != (X.shape[0],):
         raise ValueError(f"X must be 2-D with one row per entry of y, got X {X.shape} and y {y.shape}")
     pl = plan(X.shape[0], X.shape[1], n_target_features, delta, n_subsets, subset_size)
-    check_memory(pl, max_precompute_bytes)
+    check_memory(pl, max_precompute_bytes, n_subsets, subset_size)
     rng = np.random.default_rng(random_state)
     mapper = BinMapper(MAX_BINS, 200_000, rng).fit(X)
     tester = GroupTester.precompute(mapper.transform(X), mapper.standardised_values_, pl, rng)
