@@ -6,8 +6,9 @@ first-order criterion (SSE gain, mean leaves), depth 5 / 32 leaves, learning rat
 0.1, mu = 0.01 and 2 threads, it measures per-tree time and test AUC of
 
 * A-GBM (every feature searched at every node),
-* GT-GBM with group tests at every node (Algorithm 2) and once per tree
-  (``group_test_scope="tree"``), for s in {5, 10, 20},
+* GT-GBM with group tests at every node (Algorithm 2), once per tree
+  (``group_test_scope="tree"``), and once per tree on a sample of 10000 rows
+  (``group_test_rows``; only where the data has more rows), for s in {5, 10, 20},
 * LightGBM plain and with ``cegb_penalty_feature_coupled`` (its production
   counterpart of the first-use penalty), side by side in the same run,
 
@@ -35,9 +36,9 @@ MU = 0.01
 S_VALUES = (5, 10, 20)
 
 
-def paper_params(n_trees: int, threads: int) -> dict:
+def paper_params(n_trees: int, threads: int, mu: float = MU) -> dict:
     """A-GBM in the papers' form (SSE gain, mean leaves) with the core benchmark's tree shape."""
-    return dict(method="agbm", mu=MU, criterion="sse", leaf_estimate="mean", max_depth=5,
+    return dict(method="agbm", mu=mu, criterion="sse", leaf_estimate="mean", max_depth=5,
                 max_leaves=32, min_samples_leaf=20, learning_rate=0.1, n_estimators=n_trees,
                 n_threads=threads, random_state=0)
 
@@ -75,19 +76,23 @@ def _lightgbm(Xtr, ytr, Xte, yte, n_trees, threads, coupled_penalty=None) -> dic
 
 
 def bench_shape(name: str, n: int, d: int, n_trees: int, threads: int, n_test: int,
-                s_values=S_VALUES, scopes=("node", "tree")) -> dict:
+                s_values=S_VALUES, scopes=("node", "tree", "tree+rows"),
+                group_test_rows: int = 10000, mu: float = MU) -> dict:
     X, y, informative = make_sparse_classification(n + n_test, d, n_informative=20, noise=0.5,
                                                    random_state=1)
     Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
     del X
-    base = paper_params(n_trees, threads)
+    base = paper_params(n_trees, threads, mu)
     out = {"shape": name, "n_train": n, "n_features": d, "n_test": n_test, "n_trees": n_trees,
-           "threads": threads, "mu": MU, "agbm": _fit(Xtr, ytr, Xte, yte, **base), "gtgbm": []}
+           "threads": threads, "mu": mu, "agbm": _fit(Xtr, ytr, Xte, yte, **base), "gtgbm": []}
     agbm = out["agbm"]
     for scope in scopes:
+        if scope == "tree+rows" and n <= group_test_rows:
+            continue  # the row cap would change nothing
         for s in s_values:
-            r = _fit(Xtr, ytr, Xte, yte, **{**base, "method": "gtgbm", "n_target_features": s,
-                                            "group_test_scope": scope})
+            extra = {"group_test_scope": scope.split("+")[0],
+                     "group_test_rows": group_test_rows if scope == "tree+rows" else None}
+            r = _fit(Xtr, ytr, Xte, yte, **{**base, "method": "gtgbm", "n_target_features": s, **extra})
             r.update(scope=scope, s=s, speedup=agbm["per_tree_s"] / r["per_tree_s"],
                      model=op_count_model(d, r["n_subsets"], r["subset_size"]),
                      auc_gap_pt=100 * (r["auc"] - agbm["auc"]),
@@ -98,7 +103,7 @@ def bench_shape(name: str, n: int, d: int, n_trees: int, threads: int, n_test: i
     # A-GBM keeps a split on a new feature when gain_sse / SSE_root > mu; at the first tree
     # SSE_root = n p (1 - p) ~ n / 4 and LightGBM's Newton gain is ~4x the SSE gain (hessians
     # ~1/4), so the matching coupled penalty in LightGBM's units is about mu * n
-    out["lgb_cegb"] = _lightgbm(Xtr, ytr, Xte, yte, n_trees, threads, coupled_penalty=MU * n)
+    out["lgb_cegb"] = _lightgbm(Xtr, ytr, Xte, yte, n_trees, threads, coupled_penalty=mu * n)
     out["informative"] = [int(j) for j in informative]
     return out
 
@@ -108,10 +113,12 @@ def _row(cols, widths):
 
 
 def print_table(rows: list[dict]) -> None:
-    print("\n== GT-GBM vs A-GBM vs LightGBM (SSE gain, depth 5 / 32 leaves, lr 0.1, mu = 0.01) ==")
+    mus = sorted({r["mu"] for r in rows})
+    print(f"\n== GT-GBM vs A-GBM vs LightGBM (SSE gain, depth 5 / 32 leaves, lr 0.1, mu = "
+          f"{', '.join(map(str, mus))}) ==")
     head = ["shape", "method", "scope", "s", "p", "m", "pre s", "pre/tree", "ms/tree", "speedup",
             "model", "AUC", "gap pt", "#feat"]
-    widths = [8, 10, 5, 3, 4, 5, 7, 8, 9, 7, 6, 7, 7, 6]
+    widths = [8, 10, 9, 3, 4, 5, 7, 8, 9, 7, 6, 7, 7, 6]
     print(_row(head, widths))
     for r in rows:
         a = r["agbm"]
@@ -153,7 +160,8 @@ def run(args) -> int:
         n, d = PAPER_SHAPES[name]
         n = max(400, int(n * args.row_scale))
         rows.append(bench_shape(name, n, d, args.trees, args.threads, n_test=min(max(n // 4, 200), 20000),
-                                s_values=tuple(args.s), scopes=tuple(args.scopes)))
+                                s_values=tuple(args.s), scopes=tuple(args.scopes),
+                                group_test_rows=args.group_test_rows, mu=args.mu))
     print_table(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "targets": TARGETS}, indent=2))
@@ -165,7 +173,11 @@ def add_parser(sub) -> None:
     p = sub.add_parser("gtgbm", help="GT-GBM vs A-GBM vs LightGBM per-tree time and AUC")
     p.add_argument("--shapes", nargs="+", default=["gisette", "epsilon"], choices=list(PAPER_SHAPES))
     p.add_argument("--s", nargs="+", type=int, default=list(S_VALUES))
-    p.add_argument("--scopes", nargs="+", default=["node", "tree"], choices=["node", "tree"])
+    p.add_argument("--scopes", nargs="+", default=["node", "tree", "tree+rows"],
+                   choices=["node", "tree", "tree+rows"],
+                   help="tree+rows: tree scope with group tests on --group-test-rows sampled rows")
+    p.add_argument("--group-test-rows", type=int, default=10000)
+    p.add_argument("--mu", type=float, default=MU, help="penalty of A-GBM and GT-GBM (LightGBM CEGB: mu * n)")
     p.add_argument("--trees", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--row-scale", type=float, default=1.0)

@@ -10,12 +10,28 @@ from runners import bench, quickstart
 def test_quickstart_selects_informative_features():
     rows = quickstart.run(n_samples=1500, n_features=60, n_estimators=30, seed=0)
     by = {r["method"]: r for r in rows}
-    assert set(by) == {"boosting (mu=0)", "GBFS (mu=2)", "A-GBM (mu=0.01)"}
+    assert set(by) == {"boosting (mu=0)", "GBFS (mu=2)", "A-GBM (mu=0.01)", "GT-GBM (node)", "GT-GBM (tree)"}
     for r in rows:
         assert 0.5 < r["test_auc"] <= 1.0
     # the penalised methods keep (almost) only the 10 informative columns, plain boosting does not
     assert by["A-GBM (mu=0.01)"]["n_selected"] < by["boosting (mu=0)"]["n_selected"]
-    assert by["A-GBM (mu=0.01)"]["informative_found"] >= 8
+    for m in ("A-GBM (mu=0.01)", "GT-GBM (node)", "GT-GBM (tree)"):
+        assert by[m]["informative_found"] >= 8
+        assert by[m]["n_selected"] < by["boosting (mu=0)"]["n_selected"]
+
+
+def test_bench_gtgbm_small(tmp_path, capsys):
+    out = tmp_path / "gtgbm.json"
+    assert bench.main(["gtgbm", "--shapes", "epsilon", "--row-scale", "0.02", "--trees", "3", "--s", "5",
+                       "--group-test-rows", "1000", "--out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["n_train"] == 1600 and row["n_features"] == 2000
+    assert {(g["scope"], g["s"]) for g in row["gtgbm"]} == {("node", 5), ("tree", 5), ("tree+rows", 5)}
+    for g in row["gtgbm"]:
+        assert g["n_subsets"] == 54 and g["subset_size"] == 400  # Theorem 4.1 with s = 5, delta = 0.1
+        assert np.isfinite(g["speedup"]) and g["model"] > 0 and g["precompute_s"] > 0
+    printed = capsys.readouterr().out
+    assert "GT-GBM" in printed and "LGB-CEGB" in printed and "targets" in printed
 
 
 def test_bench_core_small(tmp_path, capsys):
