@@ -1,6 +1,6 @@
 """Quickstart: GBFS, A-GBM and GT-GBM on synthetic data (``python -m runners.quickstart``).
 
-Runs offline in about a minute (the first run also compiles the numba kernels): a
+Runs offline in about two minutes (the first run also compiles the numba kernels): a
 sparse-signal classification problem (2000 features, 10 informative: columns 0-9),
 fitted with plain boosting (mu = 0), GBFS, A-GBM and GT-GBM (group tests at every
 node, and once per tree); prints the selected features,
