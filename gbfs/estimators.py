@@ -8,6 +8,7 @@ least one split of the fitted ensemble.
 
 from __future__ import annotations
 
+import inspect
 import time
 import warnings
 from contextlib import contextmanager
@@ -101,9 +102,8 @@ _PARAM_DOC = """
 """
 
 
-_GROUP_TEST_DEFAULTS = {"n_target_features": 10, "delta": 0.1, "n_subsets": None, "subset_size": None,
-                        "group_test_scope": "node", "group_test_rows": None,
-                        "max_precompute_bytes": DEFAULT_MAX_PRECOMPUTE_BYTES}
+_GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
+                      "group_test_rows", "max_precompute_bytes")
 
 
 @contextmanager
@@ -205,7 +205,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         V.check_int("group_test_rows", self.group_test_rows, 2, allow_none=True)
         V.check_int("max_precompute_bytes", self.max_precompute_bytes, 1)
         if method != "gtgbm":
-            changed = [k for k, v in _GROUP_TEST_DEFAULTS.items() if getattr(self, k) != v]
+            defaults = inspect.signature(_GBFSBase.__init__).parameters  # one source of the defaults
+            changed = [k for k in _GROUP_TEST_PARAMS if getattr(self, k) != defaults[k].default]
             if changed:
                 warnings.warn(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
                               f"for method={method!r}", UserWarning, stacklevel=3)

@@ -335,7 +335,7 @@ class TreeGrower:
             cand = self._group_test(node, rows, r_ord, h_ord)
         return np.union1d(self._usage.free_features(), cand)
 
-    def _wanted_features(self, node):
+    def _wanted_features(self):
         """Tree scope: the set a child will search (known without its rows); else None."""
         if self.group_tester is None:
             return self.features
@@ -399,7 +399,7 @@ class TreeGrower:
     def _search_children(self, parent, left, right) -> None:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
-        wanted = self._wanted_features(parent) if parent.hist is not None else None
+        wanted = self._wanted_features() if parent.hist is not None else None
         if wanted is not None and wanted is not self.features and \
                 not np.array_equal(wanted, parent.searched):
             wanted = None  # GT-GBM tree scope: Omega grew beyond the parent's histogram
