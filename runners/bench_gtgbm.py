@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from gbfs import GBFSClassifier
+from gbfs.data.synthetic import PAPER_SHAPES, make_sparse_classification
 from gbfs.metrics import roc_auc
-from gbfs.synthetic import PAPER_SHAPES, make_sparse_classification
 
 TARGETS = {"speedup_gisette": 10.0, "speedup_epsilon": 5.0, "auc_gap_pt": 0.5, "precompute_trees": 2.0}
 MU = 0.01

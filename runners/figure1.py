@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from gbfs.data.synthetic import make_figure1_regression
 from gbfs.group_testing import plan, root_candidates
-from gbfs.synthetic import make_figure1_regression
 
 S = 3  # target features, fixed by the paper's experiment
 DELTA = 0.1

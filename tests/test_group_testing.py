@@ -27,9 +27,9 @@ from sklearn.exceptions import NotFittedError
 from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs import group_testing as gt
 from gbfs.binning import BinMapper
+from gbfs.data.synthetic import make_figure1_regression
 from gbfs.grower import GrowthParams, TreeGrower
 from gbfs.penalty import FeatureUsage
-from gbfs.synthetic import make_figure1_regression
 from gbfs.tree import Tree
 
 NO_ROWS = np.empty(0, dtype=np.int32)

@@ -1,0 +1,180 @@
+"""Datasets: download, verify, prepare and cache Gisette, Epsilon and Flight; synthetic stand-ins.
+
+>>> from gbfs.data import load, load_dataset
+>>> X, y, names = load("gisette_like", split="train", scale=0.1)     # offline, synthetic
+>>> ds = load_dataset("gisette")          # downloads (once), verifies, prepares (once), splits
+>>> ds.X_train, ds.X_val, ds.X_test, ds.feature_names
+
+Real datasets (a manifest in ``datasets/``): ``gisette``, ``epsilon``, ``flight``.
+Synthetic stand-ins (no download): ``gisette_like``, ``epsilon_like``, ``flight_like``,
+``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic`).  The validation split is
+``val_fraction`` (20 %) of train, stratified by label (and task), drawn with ``seed``; the
+test split is used as published.  The command line is ``python -m gbfs.data``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from .download import ChecksumError, DownloadError, RetryPolicy, file_status
+from .formats import FormatError
+from .manifest import ENV_DATA_DIR, ENV_MIRROR, Manifest, ManifestError, available_manifests, read_manifest
+from .prepare import prepare as _prepare
+from .prepare import read_prepared
+from .synthetic import GENERATORS
+
+__all__ = ["Dataset", "load", "load_dataset", "list_datasets", "split_train_val", "ChecksumError",
+           "DownloadError", "FormatError", "ManifestError", "RetryPolicy", "ENV_DATA_DIR", "ENV_MIRROR"]
+
+SPLITS = ("train", "val", "test")
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A dataset split into train / validation / test (float32 features).
+
+    ``relevant`` holds the truly relevant columns of a synthetic stand-in (``None`` for real
+    data); ``checksum`` says how the raw files were verified; ``task_*`` are the task ids
+    of the multitask generator (else ``None``).
+    """
+
+    name: str
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_val: np.ndarray
+    y_val: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    feature_names: list[str]
+    task: str
+    relevant: np.ndarray | None = None
+    checksum: str = "synthetic"
+    source: str = "synthetic"
+    task_train: np.ndarray | None = None
+    task_val: np.ndarray | None = None
+    task_test: np.ndarray | None = None
+
+    def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        _check_split(split)
+        return getattr(self, f"X_{split}"), getattr(self, f"y_{split}")
+
+
+def list_datasets(root=None) -> dict[str, list[str]]:
+    """``{"real": [...], "synthetic": [...]}``: the names :func:`load_dataset` accepts."""
+    return {"real": available_manifests(root), "synthetic": sorted(GENERATORS)}
+
+
+def load(name: str, split: str = "train", **kwargs) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """``(X, y, feature_names)`` of one split (``"train"``, ``"val"`` or ``"test"``).
+
+    Keyword arguments are those of :func:`load_dataset`.  To use several splits, call
+    :func:`load_dataset` once instead (this loads the whole dataset every time).
+    """
+    _check_split(split)
+    ds = load_dataset(name, **kwargs)
+    X, y = ds.split(split)
+    return X, y, ds.feature_names
+
+
+def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fraction: float = 0.2,
+                 seed: int = 0, scale: float = 1.0, download: bool = True, mirror: str | None = None,
+                 progress: bool = True, **generator_kwargs) -> Dataset:
+    """Load ``name`` split into train / validation / test.
+
+    Parameters
+    ----------
+    name : str
+        A real dataset with a manifest (``gisette``, ``epsilon``, ``flight``) or a synthetic
+        stand-in (``gisette_like``, ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``).
+    root : path, optional
+        Data root (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``).
+    val_fraction : float in (0, 1)
+        Share of the train rows held out for validation, stratified by label (and task).
+    seed : int
+        Seed of the validation split, of ``scale``'s subsample of real data, and of a synthetic
+        generator.
+    scale : float
+        Synthetic: multiplies the generator's row counts.  Real data: keeps a seeded stratified
+        ``scale`` share (0 < scale <= 1) of the train and test rows, for quick runs.
+    download : bool
+        Download missing raw files (else a missing file is an error naming where to put it).
+    mirror : str, optional
+        Base URL replacing the hosts of the manifest's URLs (default ``$GBFS_DATA_MIRROR``).
+    **generator_kwargs
+        Further arguments of a synthetic generator (e.g. ``n_features`` of ``figure1``).
+    """
+    _check_args(val_fraction, seed, scale)
+    if name in GENERATORS:
+        return _synthetic(name, val_fraction, seed, scale, generator_kwargs)
+    if generator_kwargs:
+        raise TypeError(f"unexpected arguments for the real dataset {name!r}: {sorted(generator_kwargs)}")
+    if scale > 1:
+        raise ValueError(f"scale must be in (0, 1] for the real dataset {name!r} (a share of its rows), "
+                         f"got {scale}")
+    manifest = read_manifest(name, root)
+    path = _prepare(manifest, root, download=download, mirror=mirror or os.environ.get(ENV_MIRROR),
+                   progress=progress)
+    arrays = read_prepared(path)
+    X_tr, y_tr, X_te, y_te = arrays["X_train"], arrays["y_train"], arrays["X_test"], arrays["y_test"]
+    if scale < 1.0:
+        X_tr, y_tr = _subsample(X_tr, y_tr, scale, seed)
+        X_te, y_te = _subsample(X_te, y_te, scale, seed + 1)
+    tr, va = split_train_val(y_tr, val_fraction, seed)
+    return Dataset(name=name, X_train=X_tr[tr], y_train=y_tr[tr], X_val=X_tr[va], y_val=y_tr[va],
+                   X_test=X_te, y_test=y_te, feature_names=arrays["feature_names"].tolist(), task="binary",
+                   checksum=checksum_summary(manifest, root), source=str(path))
+
+
+def checksum_summary(manifest: Manifest, root=None) -> str:
+    statuses = {file_status(manifest, f, root)[0] for f in manifest.files}
+    if statuses == {"verified"}:
+        return "verified against published sha256"
+    return "not verified against a published checksum (sha256 recorded locally at first download)"
+
+
+def split_train_val(y: np.ndarray, val_fraction: float = 0.2, seed: int = 0,
+                    groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded (train, val) row indices, stratified by ``y`` for labels (and by ``groups``)."""
+    y = np.asarray(y)
+    idx = np.arange(len(y))
+    strata = y if y.dtype.kind in "iub" else None
+    if groups is not None:
+        strata = groups if strata is None else groups.astype(np.int64) * (int(y.max()) + 1) + y
+    tr, va = train_test_split(idx, test_size=val_fraction, random_state=seed, stratify=strata)
+    return np.sort(tr), np.sort(va)
+
+
+def _subsample(X, y, scale, seed):
+    keep, _ = train_test_split(np.arange(len(y)), train_size=scale, random_state=seed, stratify=y)
+    keep = np.sort(keep)
+    return X[keep], y[keep]
+
+
+def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:
+    data = GENERATORS[name](scale=scale, random_state=seed, **kwargs)
+    tr, va = split_train_val(data.y_train, val_fraction, seed, groups=data.task_train)
+    task_ids = {}
+    if data.task_train is not None:
+        task_ids = dict(task_train=data.task_train[tr], task_val=data.task_train[va],
+                        task_test=data.task_test)
+    return Dataset(name=name, X_train=data.X_train[tr], y_train=data.y_train[tr], X_val=data.X_train[va],
+                   y_val=data.y_train[va], X_test=data.X_test, y_test=data.y_test,
+                   feature_names=list(data.feature_names), task=data.task, relevant=data.relevant, **task_ids)
+
+
+def _check_split(split):
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+def _check_args(val_fraction, seed, scale):
+    if not isinstance(val_fraction, (int, float)) or not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be a number in (0, 1), got {val_fraction!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
+        raise ValueError(f"scale must be a positive number, got {scale!r}")

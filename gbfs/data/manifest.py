@@ -1,0 +1,207 @@
+"""Dataset manifests and the on-disk layout of the data root.
+
+A manifest is a committed JSON file ``<manifests>/<name>.json`` (``datasets/`` of the
+repository) that says what to download and how to prepare it::
+
+    {
+      "name": "gisette", "version": 1, "format": "gisette",
+      "title": "...", "citation": "...", "homepage": "...",
+      "files": {"gisette_train.data": {"sha256": "6d4c...", "size": null}, ...},
+      "sources": [
+        {"type": "zip", "url": "https://.../gisette.zip",
+         "members": {"gisette_train.data": "GISETTE/gisette_train.data", ...}},
+        {"type": "files", "urls": {"gisette_train.data": "https://.../gisette_train.data", ...}}
+      ],
+      "splits": {"train": {"n_rows": 6000}, "test": {"n_rows": 1000}},
+      "n_features": 5000,
+      "prepare": {...format-specific options, e.g. Epsilon's subsample and its seed...}
+    }
+
+``sources`` are tried in order (the first is the primary, the others mirrors); a file
+whose ``sha256`` is ``null`` has no published checksum and is verified against a local
+lock file written at its first download instead (Flight).
+
+Layout of the data root (``<root>/<name>/`` is git-ignored)::
+
+    <root>/<name>.json                 manifest (optional here: the repository's is used otherwise)
+    <root>/<name>/raw/<file>           downloaded files, exactly as published
+    <root>/<name>/raw/checksums.lock.json   sha256 of first downloads without a published checksum
+    <root>/<name>/raw/.sha256-cache.json    hashes keyed by size and mtime (avoids re-hashing GBs)
+    <root>/<name>/prepared/<name>-v<version>-<key>.npz   parsed arrays, keyed by the raw hashes
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+#: environment variable naming the data root (overridden by an explicit ``root`` argument)
+ENV_DATA_DIR = "GBFS_DATA_DIR"
+#: environment variable naming a mirror base URL that replaces the hosts of every source URL
+ENV_MIRROR = "GBFS_DATA_MIRROR"
+
+# The repository's datasets/ folder (present in a source checkout / editable install).
+REPO_DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class ManifestError(ValueError):
+    """A manifest is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One place to get files from: a ``zip`` archive or single ``files``."""
+
+    type: str
+    url: str | None = None                    # zip
+    members: dict[str, str] = field(default_factory=dict)  # zip: file name -> member path
+    urls: dict[str, str] = field(default_factory=dict)     # files: file name -> URL
+
+    def url_for(self, filename: str) -> str | None:
+        return self.urls.get(filename) if self.type == "files" else self.url
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A parsed and validated dataset manifest (see the module docstring)."""
+
+    name: str
+    version: int
+    format: str
+    files: dict[str, dict]
+    sources: tuple[Source, ...]
+    splits: dict[str, dict]
+    n_features: int | None
+    prepare: dict
+    title: str = ""
+    citation: str = ""
+    homepage: str = ""
+    path: Path | None = None
+
+    def sha256(self, filename: str) -> str | None:
+        return self.files[filename].get("sha256")
+
+    @property
+    def has_published_checksums(self) -> bool:
+        return all(self.sha256(f) for f in self.files)
+
+
+def data_root(root: str | os.PathLike | None = None) -> Path:
+    """The data root: ``root`` if given, else ``$GBFS_DATA_DIR``, else the repository's
+    ``datasets/`` folder, else ``~/.cache/gbfs/datasets`` (an installed, non-editable copy)."""
+    if root is not None:
+        return Path(root).expanduser().resolve()
+    env = os.environ.get(ENV_DATA_DIR)
+    if env:
+        return Path(env).expanduser().resolve()
+    if REPO_DATASETS.is_dir():
+        return REPO_DATASETS
+    return Path.home() / ".cache" / "gbfs" / "datasets"
+
+
+def mirror_url(url: str, mirror: str | None) -> str:
+    """Replace the scheme and host of ``url`` by the ``mirror`` base URL, keeping the path.
+
+    ``mirror_url("https://host/a/b.csv", "http://127.0.0.1:8000/m")`` is
+    ``"http://127.0.0.1:8000/m/a/b.csv"``.
+    """
+    if not mirror:
+        return url
+    base = urlsplit(mirror)
+    if base.scheme not in ("http", "https", "file") or (base.scheme != "file" and not base.netloc):
+        raise ValueError(f"mirror must be an http(s) base URL such as http://host:port/prefix, "
+                         f"got {mirror!r}")
+    parts = urlsplit(url)
+    return urlunsplit((base.scheme, base.netloc, base.path.rstrip("/") + parts.path, parts.query, ""))
+
+
+def manifest_path(name: str, root: str | os.PathLike | None = None) -> Path:
+    """Where the manifest of ``name`` is: the data root first, then the repository's ``datasets/``."""
+    if not re.fullmatch(r"[A-Za-z0-9_\-]+", name or ""):
+        raise ValueError(f"name must be a dataset name such as 'gisette', got {name!r}")
+    for folder in (data_root(root), REPO_DATASETS):
+        candidate = folder / f"{name}.json"
+        if candidate.is_file():
+            return candidate
+    known = sorted(available_manifests(root))
+    raise ManifestError(f"no manifest for dataset {name!r} in {data_root(root)} or {REPO_DATASETS}; "
+                        f"known datasets: {', '.join(known) or 'none'}")
+
+
+def available_manifests(root: str | os.PathLike | None = None) -> list[str]:
+    """Names of the datasets that have a manifest."""
+    names = set()
+    for folder in (data_root(root), REPO_DATASETS):
+        if folder.is_dir():
+            names.update(p.stem for p in folder.glob("*.json"))
+    return sorted(names)
+
+
+def read_manifest(name: str, root: str | os.PathLike | None = None) -> Manifest:
+    """Read and validate the manifest of ``name``."""
+    path = manifest_path(name, root)
+    try:
+        raw = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ManifestError(f"cannot read manifest {path}: {exc}") from exc
+    return parse_manifest(raw, path)
+
+
+def parse_manifest(raw: dict, path: Path | None = None) -> Manifest:
+    """Validate a manifest dict; every error names the manifest and the offending key."""
+    where = str(path) if path else "manifest"
+
+    def need(key, kind):
+        if not isinstance(raw.get(key), kind):
+            raise ManifestError(f"{where}: key {key!r} must be a {kind.__name__}, got {raw.get(key)!r}")
+        return raw[key]
+
+    files = need("files", dict)
+    for fname, meta in files.items():
+        digest = meta.get("sha256") if isinstance(meta, dict) else "?"
+        if digest is not None and not _SHA256.match(str(digest)):
+            raise ManifestError(f"{where}: files.{fname}.sha256 must be 64 lowercase hex digits or null")
+    sources = tuple(_parse_source(s, files, where) for s in need("sources", list))
+    if not sources:
+        raise ManifestError(f"{where}: 'sources' is empty")
+    return Manifest(name=need("name", str), version=need("version", int), format=need("format", str),
+                    files=files, sources=sources, splits=need("splits", dict),
+                    n_features=raw.get("n_features"), prepare=raw.get("prepare", {}),
+                    title=raw.get("title", ""), citation=raw.get("citation", ""),
+                    homepage=raw.get("homepage", ""), path=path)
+
+
+def _parse_source(src: dict, files: dict, where: str) -> Source:
+    kind = src.get("type") if isinstance(src, dict) else None
+    if kind == "zip":
+        members = src.get("members", {})
+        unknown = set(members) - set(files)
+        if not isinstance(src.get("url"), str) or unknown:
+            raise ManifestError(f"{where}: a zip source needs a 'url' and members among 'files' "
+                                f"(unknown: {sorted(unknown)})")
+        return Source(type="zip", url=src["url"], members=dict(members))
+    if kind == "files":
+        urls = src.get("urls", {})
+        unknown = set(urls) - set(files)
+        if not urls or unknown:
+            raise ManifestError(f"{where}: a files source needs 'urls' for names among 'files' "
+                                f"(unknown: {sorted(unknown)})")
+        return Source(type="files", urls=dict(urls))
+    raise ManifestError(f"{where}: source type must be 'zip' or 'files', got {kind!r}")
+
+
+def dataset_dir(manifest: Manifest, root: str | os.PathLike | None = None) -> Path:
+    return data_root(root) / manifest.name
+
+
+def raw_dir(manifest: Manifest, root: str | os.PathLike | None = None) -> Path:
+    return dataset_dir(manifest, root) / "raw"
+
+
+def prepared_dir(manifest: Manifest, root: str | os.PathLike | None = None) -> Path:
+    return dataset_dir(manifest, root) / "prepared"
