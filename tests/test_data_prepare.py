@@ -288,3 +288,21 @@ def test_cli_runs_as_a_module():
     res = subprocess.run([sys.executable, "-m", "gbfs.data", "list"], capture_output=True, text=True,
                          cwd=REPO, timeout=120)
     assert "epsilon, flight, gisette" in res.stdout and "gisette_like" in res.stdout
+
+
+def test_multitask_load_keeps_task_ids_with_their_rows():
+    ds = load_dataset("multitask", scale=0.25, n_tasks=3, n_features=40, seed=1)
+    assert len(ds.task_train) == len(ds.y_train) and len(ds.task_val) == len(ds.y_val)
+    assert len(ds.task_test) == len(ds.y_test) and len(ds.relevant_per_task) == 3
+    # stratified by task: every task keeps its 20 % share in validation
+    n_val = np.bincount(ds.task_val, minlength=3)
+    n_all = n_val + np.bincount(ds.task_train, minlength=3)
+    np.testing.assert_allclose(n_val / n_all, 0.2, atol=0.01)
+    # every row keeps its own task id and label through the split
+    from gbfs.data.synthetic import multitask
+    raw = multitask(scale=0.25, n_tasks=3, n_features=40, random_state=1)
+    where = {row.tobytes(): i for i, row in enumerate(raw.X_train)}
+    for X, y, task in ((ds.X_train, ds.y_train, ds.task_train), (ds.X_val, ds.y_val, ds.task_val)):
+        idx = np.array([where[row.tobytes()] for row in X])
+        np.testing.assert_array_equal(task, raw.task_train[idx])
+        np.testing.assert_array_equal(y, raw.y_train[idx])

@@ -57,6 +57,7 @@ class Dataset:
     task_train: np.ndarray | None = None
     task_val: np.ndarray | None = None
     task_test: np.ndarray | None = None
+    relevant_per_task: tuple[np.ndarray, ...] | None = None
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         _check_split(split)
@@ -160,7 +161,7 @@ def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:
     task_ids = {}
     if data.task_train is not None:
         task_ids = dict(task_train=data.task_train[tr], task_val=data.task_train[va],
-                        task_test=data.task_test)
+                        task_test=data.task_test, relevant_per_task=data.relevant_per_task)
     return Dataset(name=name, X_train=data.X_train[tr], y_train=data.y_train[tr], X_val=data.X_train[va],
                    y_val=data.y_train[va], X_test=data.X_test, y_test=data.y_test,
                    feature_names=list(data.feature_names), task=data.task, relevant=data.relevant, **task_ids)
