@@ -306,3 +306,18 @@ def test_multitask_load_keeps_task_ids_with_their_rows():
         idx = np.array([where[row.tobytes()] for row in X])
         np.testing.assert_array_equal(task, raw.task_train[idx])
         np.testing.assert_array_equal(y, raw.y_train[idx])
+
+
+def test_parallel_loads_download_and_prepare_once(gisette, server):
+    """Jobs of a multirun loading the same dataset at once: one download, one cache, all succeed."""
+    root, (_, _, X_va, _) = gisette
+    code = ("import sys, numpy as np; from gbfs.data import load_dataset; "
+            "ds = load_dataset('gisette', root=sys.argv[1], mirror=sys.argv[2], progress=False); "
+            "print(float(np.asarray(ds.X_test, dtype=np.float64).sum()))")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(root), server.base], cwd=REPO,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
+    assert {float(out) for out, _ in outs} == {float(X_va.sum())}
+    assert [p for p, _ in server.requests] == ["/static/public/170/gisette.zip"]
+    assert len(list((root / "gisette" / "prepared").glob("*.npz"))) == 1

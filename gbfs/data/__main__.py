@@ -14,7 +14,7 @@ import sys
 from . import GENERATORS, load_dataset
 from .download import ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status
 from .formats import FormatError
-from .manifest import ENV_MIRROR, ManifestError, available_manifests, raw_dir, read_manifest
+from .manifest import ENV_MIRROR, ManifestError, available_manifests, dataset_lock, raw_dir, read_manifest
 from .prepare import find_prepared, prepare, prepared_shapes
 
 STATUS_TEXT = {
@@ -81,7 +81,8 @@ def cmd_info(args) -> int:
 
 def cmd_download(args) -> int:
     m = read_manifest(args.name, args.root)
-    fetch_dataset(m, args.root, mirror=args.mirror, progress=not args.no_progress, policy=_policy(args))
+    with dataset_lock(m, args.root):
+        fetch_dataset(m, args.root, mirror=args.mirror, progress=not args.no_progress, policy=_policy(args))
     print(f"{m.name}: downloaded to {raw_dir(m, args.root)}")
     return 0 if _print_files(m, args.root) else 1
 

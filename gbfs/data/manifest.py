@@ -35,6 +35,8 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -205,3 +207,25 @@ def raw_dir(manifest: Manifest, root: str | os.PathLike | None = None) -> Path:
 
 def prepared_dir(manifest: Manifest, root: str | os.PathLike | None = None) -> Path:
     return dataset_dir(manifest, root) / "prepared"
+
+
+@contextmanager
+def dataset_lock(manifest: Manifest, root: str | os.PathLike | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``<root>/<name>/.lock`` (parallel jobs of a multirun that load
+    the same dataset download and prepare it once; the others wait, then reuse the files).
+
+    POSIX ``flock``; where it does not exist (Windows) this does not lock.
+    """
+    folder = dataset_dir(manifest, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:                     # pragma: no cover - Windows
+        yield
+        return
+    with open(folder / ".lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -23,7 +23,7 @@ from numpy.lib import format as npy_format
 
 from .download import DEFAULT_POLICY, ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status
 from .formats import FormatError, encode_flight, read_flight_csv, read_gisette, read_libsvm_bz2
-from .manifest import Manifest, ManifestError, prepared_dir, raw_dir
+from .manifest import Manifest, ManifestError, dataset_lock, prepared_dir, raw_dir
 
 #: bump when the arrays written for the same raw files change
 CACHE_FORMAT = 1
@@ -88,6 +88,11 @@ def prepare(manifest: Manifest, root=None, *, download: bool = True, mirror: str
     if manifest.format not in PREPARERS:
         raise ManifestError(f"{manifest.path}: unknown format {manifest.format!r}; "
                             f"known: {sorted(PREPARERS)}")
+    with dataset_lock(manifest, root):
+        return _prepare_locked(manifest, root, download, mirror, progress, policy)
+
+
+def _prepare_locked(manifest, root, download, mirror, progress, policy) -> Path:
     if download:
         fetch_dataset(manifest, root, mirror=mirror, policy=policy, progress=progress)
     hashes = verify_raw(manifest, root)
