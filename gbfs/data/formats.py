@@ -36,9 +36,9 @@ def read_gisette_data(path: str | os.PathLike, n_features: int = 5000) -> np.nda
         raise FormatError(f"{path}: not a Gisette data file ({exc})") from exc
     if X.shape[1] != n_features:
         raise FormatError(f"{path}: expected {n_features} values per line, found {X.shape[1]}")
-    bad = ~np.isin(np.unique(X), np.arange(1000, dtype=np.float32))
-    if bad.any():
-        raise FormatError(f"{path}: values must be integers in 0..999, found {np.unique(X)[bad][:5]}")
+    if X.min() < 0 or X.max() > 999 or not np.array_equal(X, np.round(X)):
+        bad = X[(X < 0) | (X > 999) | (X != np.round(X))]
+        raise FormatError(f"{path}: values must be integers in 0..999, found {bad[:5].tolist()}")
     return X
 
 
