@@ -9,7 +9,7 @@ their checksums, then measures, side by side in one run:
 * our LIBSVM parser against scikit-learn's ``load_svmlight_file`` and LightGBM's own text
   loader (``lgb.Dataset(path).construct()``, which parses and bins) on the same
   uncompressed file, and the bz2 stream rate that bounds Epsilon's preparation;
-* synthetic stand-in generation at full size.
+* synthetic stand-in generation (at full size unless ``--scale``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from gbfs.data.download import sha256_file
 from gbfs.data.formats import read_libsvm_bz2, read_libsvm_rows
 from gbfs.data.manifest import REPO_DATASETS
 from gbfs.data.synthetic import GENERATORS
+from gbfs.data.synthetic_flight import flight_frames
 
 
 def _timed(fn):
@@ -46,8 +47,8 @@ def _write_manifest(root: Path, name: str, files: dict[str, Path], **changes) ->
     (root / f"{name}.json").write_text(json.dumps(m))
 
 
-def _gisette_files(tmp: Path) -> dict[str, Path]:
-    ds = GENERATORS["gisette_like"](random_state=0)
+def _gisette_files(tmp: Path, scale: float) -> dict[str, Path]:
+    ds = GENERATORS["gisette_like"](scale=scale, random_state=0)
     out = {}
     for stem, X, y in (("train", ds.X_train, ds.y_train), ("valid", ds.X_test, ds.y_test)):
         lines = (" ".join(map(str, row)) + " \n" for row in X.astype(np.int64).tolist())
@@ -78,10 +79,8 @@ def _epsilon_files(tmp: Path, n_rows: int) -> tuple[dict[str, Path], Path]:
     return out, tmp / "epsilon_train.svm"
 
 
-def _flight_files(tmp: Path) -> dict[str, Path]:
-    from gbfs.data.synthetic_flight import flight_frames  # the raw benchm-ml frames
-
-    train, test = flight_frames(random_state=0)
+def _flight_files(tmp: Path, scale: float) -> dict[str, Path]:
+    train, test = flight_frames(scale=scale, random_state=0)
     out = {}
     for fname, df in (("train-0.1m.csv", train), ("test.csv", test)):
         df.to_csv(tmp / fname, index=False, quoting=2)        # QUOTE_NONNUMERIC, as benchm-ml
@@ -117,7 +116,9 @@ def run(args) -> int:
         tmp, root = Path(tmpdir), Path(tmpdir) / "root"
         for name in ("gisette", "epsilon", "flight"):
             (root / name / "raw").mkdir(parents=True)
-        _, gen = _timed(lambda: _write_manifest(root, "gisette", _gisette_files(tmp)))
+        g = GENERATORS["gisette_like"](scale=args.scale, random_state=0)
+        _write_manifest(root, "gisette", _gisette_files(tmp, args.scale),
+                        splits={"train": {"n_rows": len(g.y_train)}, "test": {"n_rows": len(g.y_test)}})
         eps_files, svm = _epsilon_files(tmp, args.epsilon_rows)
         n_test = len(GENERATORS["epsilon_like"](scale=args.epsilon_rows / 80000, random_state=0).y_test)
         bz2_train = bench_bz2_stream(eps_files["epsilon_normalized.bz2"], args.epsilon_rows)
@@ -125,7 +126,10 @@ def run(args) -> int:
             "train": {"file": "epsilon_normalized.bz2", "n_rows_raw": args.epsilon_rows,
                       "n_rows": args.epsilon_rows // 5},
             "test": {"file": "epsilon_normalized.t.bz2", "n_rows_raw": n_test, "n_rows": n_test // 5}})
-        _write_manifest(root, "flight", _flight_files(tmp))
+        f = GENERATORS["flight_like"](scale=args.scale, random_state=0)
+        _write_manifest(root, "flight", _flight_files(tmp, args.scale),
+                        splits={"train": {"file": "train-0.1m.csv", "n_rows": len(f.y_train)},
+                                "test": {"file": "test.csv", "n_rows": len(f.y_test)}})
         for name in ("gisette", "epsilon", "flight"):
             ds, first = _timed(lambda n=name: load_dataset(n, root=root, progress=False))
             _, cached = _timed(lambda n=name: load_dataset(n, root=root, progress=False))
@@ -138,7 +142,8 @@ def run(args) -> int:
         rows["epsilon"].update(bz2_train)
         rows["libsvm_readers"] = bench_libsvm_readers(svm)
         print(json.dumps({"libsvm_readers": rows["libsvm_readers"]}), flush=True)
-    rows["synthetic_generation_s"] = {name: _timed(lambda n=name: GENERATORS[n](random_state=0))[1]
+    rows["synthetic_generation_s"] = {name: _timed(lambda n=name: GENERATORS[n](scale=args.scale,
+                                                                               random_state=0))[1]
                                       for name in ("gisette_like", "epsilon_like", "flight_like")}
     print_summary(rows, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -164,7 +169,7 @@ def print_summary(rows: dict, args) -> None:
     print(f"Epsilon bz2 stream (decompress all, parse 20 %): {e['stream_parse_20pct_s']:.1f} s for "
           f"{args.epsilon_rows} rows -> about {500000 / rate / 60:.0f} min for the real "
           f"400 000 + 100 000 rows")
-    print("synthetic generation at full size (s): " +
+    print(f"synthetic generation at scale {args.scale} (s): " +
           ", ".join(f"{k} {v:.1f}" for k, v in rows["synthetic_generation_s"].items()))
 
 
@@ -172,5 +177,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("data", help="dataset preparation, cached loads, parsers vs scikit-learn/LightGBM")
     p.add_argument("--epsilon-rows", type=int, default=20000,
                    help="raw rows of the Epsilon-format train file written for the benchmark (20 %% kept)")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="rows of the Gisette and Flight files and of the stand-ins (0.05: a quick look)")
     p.add_argument("--out", type=Path, default=Path("results/bench/data.json"))
     p.set_defaults(handler=run)

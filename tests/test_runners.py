@@ -45,3 +45,16 @@ def test_bench_core_small(tmp_path, capsys):
         assert np.isfinite(row[key])
     printed = capsys.readouterr().out
     assert "tree ours" in printed and "flight" in printed
+
+
+def test_bench_data_small(tmp_path, capsys):
+    out = tmp_path / "data.json"
+    assert bench.main(["data", "--scale", "0.02", "--epsilon-rows", "400", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["gisette"]["shape_test"] == [50, 5000] and data["gisette"]["n_features"] == 5000
+    assert data["epsilon"]["shape_test"][1] == 2000 and data["epsilon"]["shape_train"][0] == 64   # 80 % of 80
+    assert data["flight"]["n_features"] > 500
+    r = data["libsvm_readers"]
+    assert r["rows"] == 400 and np.isfinite(r["ratio_vs_sklearn"]) and np.isfinite(r["ratio_vs_lightgbm"])
+    printed = capsys.readouterr().out
+    assert "ours/LightGBM" in printed and "cached load" in printed
