@@ -131,7 +131,8 @@ def manifest_path(name: str, root: str | os.PathLike | None = None) -> Path:
         if candidate.is_file():
             return candidate
     known = sorted(available_manifests(root))
-    raise ManifestError(f"no manifest for dataset {name!r} in {data_root(root)} or {REPO_DATASETS}; "
+    searched = " or ".join(dict.fromkeys(map(str, (data_root(root), REPO_DATASETS))))
+    raise ManifestError(f"no manifest for dataset {name!r} in {searched}; "
                         f"known datasets: {', '.join(known) or 'none'}")
 
 
