@@ -81,6 +81,9 @@ class _Evaluator:
         rec[f"{self.name}_loss"] = self.loss.loss(self.y, self.raw)
         if self.task == "classification":
             rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
+            # RMSE of the predicted probabilities: the GT-GBM paper's Table 3 / Figure 2 metric
+            proba = 1.0 / (1.0 + np.exp(-self.raw))
+            rec[f"{self.name}_rmse"] = float(np.sqrt(np.mean((self.y - proba) ** 2)))
         else:
             rec[f"{self.name}_rmse"] = float(np.sqrt(np.mean((self.y - self.raw) ** 2)))
 

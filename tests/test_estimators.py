@@ -121,10 +121,10 @@ def test_history_records(clf_data, reg_data, fast_params, Est, metric):
     assert est.n_iter_ == fast_params["n_estimators"] == len(est.trees_)
     assert est.best_iteration_ is None
     assert len(est.history_) == est.n_iter_
-    other = "rmse" if metric == "auc" else "auc"
     for k, rec in enumerate(est.history_):
-        assert COMMON_KEYS | {f"train_{metric}"} <= set(rec)
-        assert f"train_{other}" not in rec
+        # classifiers record AUC and the RMSE of probabilities; regressors RMSE only
+        assert COMMON_KEYS | {"train_rmse"} <= set(rec)
+        assert ("train_auc" in rec) == (metric == "auc")
         assert not any(key.startswith("val") for key in rec)
         assert rec["n_leaves"] == est.trees_[k].n_leaves
         assert rec["root_variance"] >= 0
@@ -154,6 +154,8 @@ def test_eval_set_adds_val_keys(clf_split, reg_split, fast_params, Est, metric):
         proba = est.predict_proba(Xv)[:, 1]
         assert est.history_[-1]["val_auc"] == pytest.approx(roc_auc_score(yv, proba), rel=1e-9)
         assert est.history_[-1]["val_loss"] == pytest.approx(log_loss(yv, proba), rel=1e-6)
+        # the classifier also records the RMSE of its probabilities (GT-GBM paper, Table 3)
+        assert est.history_[-1]["val_rmse"] == pytest.approx(np.sqrt(np.mean((proba - yv) ** 2)), rel=1e-9)
     # a list of eval sets: the second gets the val1_ prefix
     est2 = Est(**fast_params).fit(Xt, yt, eval_set=[(Xv, yv), (Xt, yt)])
     last = est2.history_[-1]
