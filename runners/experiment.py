@@ -1,0 +1,155 @@
+"""What every runner does with a config: load the data, build the method, fit, evaluate.
+
+Shared by :mod:`runners.run` (one fit) and :mod:`runners.tune` (one fit per trial, then a refit).
+Nothing here talks to MLflow except :func:`log_outcome`, which logs one fitted model under the
+metric names every method shares.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")              # runners draw figures to files, never to a screen
+import matplotlib.pyplot as plt  # noqa: E402
+import mlflow  # noqa: E402
+import numpy as np  # noqa: E402
+from omegaconf import DictConfig, OmegaConf  # noqa: E402
+
+from gbfs import GBFSClassifier  # noqa: E402
+from gbfs.data import Dataset, load_dataset  # noqa: E402
+from gbfs.metrics import roc_auc  # noqa: E402
+from runners import tracking  # noqa: E402
+
+ESTIMATORS = ("gbfs", "lightgbm")
+
+
+@dataclass
+class Outcome:
+    """A fitted method and what the runners log about it."""
+
+    model: object
+    metrics: dict[str, float]
+    history: list[dict]
+    selected: list[int]
+    selected_names: list[str] = field(default_factory=list)
+
+
+def load_data(cfg: DictConfig) -> Dataset:
+    """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once)."""
+    d = cfg.dataset
+    kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
+    extra = {} if d.name.endswith("_like") else {"download": bool(d.download), "mirror": d.mirror,
+                                                 "root": cfg.paths.data_dir}
+    ds = load_dataset(d.name, val_fraction=float(d.val_fraction), seed=int(cfg.seed), scale=float(d.scale),
+                      progress=False, **extra, **kwargs)
+    if ds.task != "binary":
+        raise ValueError(f"dataset {d.name!r} is a {ds.task} task; the harness methods are binary classifiers")
+    return ds
+
+
+def method_params(method: DictConfig, overrides: Mapping | None = None) -> dict:
+    """The estimator's parameters: ``method.params`` updated by ``overrides`` (an Optuna trial's)."""
+    params = OmegaConf.to_container(method.params, resolve=True)
+    unknown = set(overrides or {}) - set(params)
+    if unknown:
+        raise ValueError(f"method {method.name!r}: search space parameters {sorted(unknown)} are not in "
+                         f"method.params ({sorted(params)})")
+    params.update(overrides or {})
+    return params
+
+
+def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict):
+    """``GBFSClassifier`` or ``LightGBMBaseline`` from a method config (``method.estimator``)."""
+    if method.estimator == "gbfs":
+        return GBFSClassifier(random_state=seed, n_threads=n_threads, **params)
+    if method.estimator == "lightgbm":
+        from gbfs.baselines import LightGBMBaseline
+
+        return LightGBMBaseline(random_state=seed, n_threads=n_threads, **params)
+    raise ValueError(f"method.estimator must be one of {ESTIMATORS}, got {method.estimator!r}")
+
+
+def _rmse(y: np.ndarray, proba: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((y - proba) ** 2)))
+
+
+def _logloss(y: np.ndarray, proba: np.ndarray) -> float:
+    p = np.clip(proba, 1e-15, 1 - 1e-15)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence = (),
+                 evaluate_test: bool = True) -> Outcome:
+    """Fit on train (validation as eval set), score validation and, unless told not to, test.
+
+    Metrics: ``val_auc``, ``val_rmse`` and, on test, ``test_auc``, ``test_rmse`` (RMSE of the
+    predicted probabilities, as the GT-GBM paper's Table 3), ``test_logloss``; plus
+    ``n_selected_features``, ``precompute_seconds``, ``fit_seconds``, ``predict_seconds``.
+    """
+    est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params)
+    t0 = time.perf_counter()
+    est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), callbacks=list(callbacks))
+    fit_seconds = time.perf_counter() - t0
+    p_val = est.predict_proba(ds.X_val)[:, 1]
+    metrics = {"val_auc": roc_auc(ds.y_val, p_val), "val_rmse": _rmse(ds.y_val, p_val),
+               "n_selected_features": float(len(est.selected_features_)),
+               "precompute_seconds": float(est.timings_.get("precompute_seconds", 0.0)),
+               "fit_seconds": fit_seconds}
+    if evaluate_test:
+        t0 = time.perf_counter()
+        p_test = est.predict_proba(ds.X_test)[:, 1]
+        metrics["predict_seconds"] = time.perf_counter() - t0
+        metrics.update(test_auc=roc_auc(ds.y_test, p_test), test_rmse=_rmse(ds.y_test, p_test),
+                       test_logloss=_logloss(ds.y_test, p_test))
+    selected = [int(j) for j in est.selected_features_]
+    return Outcome(est, metrics, list(est.history_), selected, [ds.feature_names[j] for j in selected])
+
+
+def correlation_heatmap(X: np.ndarray, selected: list[int], names: list[str], path: Path,
+                        max_features: int = 50) -> Path:
+    """PNG of the Pearson correlations among the selected features (GT-GBM paper, Figure 3).
+
+    At most ``max_features`` (the first selected) are drawn; constant columns have no correlation
+    and are drawn as 0.
+    """
+    cols = selected[:max_features]
+    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    if len(cols) >= 2:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = np.nan_to_num(np.corrcoef(np.asarray(X[:, cols], dtype=np.float64), rowvar=False))
+        im = ax.imshow(np.abs(corr), vmin=0.0, vmax=1.0, cmap="viridis")
+        fig.colorbar(im, ax=ax, label="|Pearson correlation|")
+        if len(cols) <= 25:
+            labels = [names[j] for j in cols]
+            ax.set_xticks(range(len(cols)), labels, rotation=90, fontsize=6)
+            ax.set_yticks(range(len(cols)), labels, fontsize=6)
+    else:
+        ax.text(0.5, 0.5, f"{len(cols)} selected feature(s): no pairs to correlate", ha="center")
+    ax.set_title(f"Correlations among the first {len(cols)} selected features")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) -> None:
+    """Log metrics, per-iteration curves and artifacts of one fitted model to the active run."""
+    tracking.log_metrics(run_id, out.metrics)
+    tracking.log_curves(run_id, out.history)
+    mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": [
+        {"rank": r, "index": j, "name": n} for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]},
+        indent=1), "selected_features.json")
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path = Path(tmp) / "model.json"
+        out.model.save_model(model_path)
+        mlflow.log_artifact(str(model_path))
+        if heatmap:
+            png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names, Path(tmp) / "correlations.png")
+            mlflow.log_artifact(str(png))

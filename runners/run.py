@@ -1,0 +1,121 @@
+"""Run one method on one dataset and log it to MLflow: ``python -m runners.run dataset=... method=...``.
+
+``main`` only calls :func:`run`, which is importable and returns the logged metrics.  One MLflow
+run per fitted model with, under the same names for every method: the flattened config as
+params and the resolved config as ``config.yaml``; the metrics of
+:func:`runners.experiment.fit_evaluate`; the curves ``val_auc``, ``val_rmse``, ``root_variance``,
+``elapsed_seconds`` by iteration; the selected features (JSON), their correlation heatmap (PNG)
+and the model file; tags method, dataset, seed, git commit.  A failure marks the run FAILED and
+re-raises.  ``tune=optuna`` hands over to :mod:`runners.tune`.
+"""
+
+from __future__ import annotations
+
+import hydra
+import mlflow
+from hydra.core.hydra_config import HydraConfig
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, open_dict
+
+from runners import experiment, tracking
+
+
+def run_tags(cfg: DictConfig) -> dict[str, str]:
+    tags = {"method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
+            "git_commit": tracking.git_commit(), "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower()}
+    if HydraConfig.initialized():
+        hc = HydraConfig.get()
+        if hc.mode is not None and hc.mode.name == "MULTIRUN":
+            tags["sweep_dir"] = str(hc.sweep.dir)
+    return tags
+
+
+def resolve_topk_k(cfg: DictConfig) -> int:
+    """GBDT-topK's K: the largest ``n_selected_features`` among the FINISHED runs of the methods that
+    count for it (gbfs, agbm, gtgbm) on the same dataset and scale in the same MLflow experiment,
+    as the GT-GBM paper does (Section 5.1)."""
+    exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
+    query = (f"tags.dataset = '{cfg.dataset.name}' and tags.counts_for_topk = 'true' and "
+             f"attributes.status = 'FINISHED' and params.`dataset.scale` = '{cfg.dataset.scale}'")
+    runs = MlflowClient().search_runs([exp.experiment_id], filter_string=query, max_results=5000)
+    counts = [r.data.metrics["n_selected_features"] for r in runs if "n_selected_features" in r.data.metrics]
+    if not counts:
+        raise ValueError(f"gbdt_topk: method.params.k is null and there is no FINISHED gbfs/agbm/gtgbm run on "
+                         f"dataset {cfg.dataset.name!r} (scale {cfg.dataset.scale}) in MLflow experiment "
+                         f"{cfg.tracking.experiment!r} to take K from; run those first or set "
+                         f"method.params.k")
+    return max(1, int(max(counts)))
+
+
+def _with_topk(cfg: DictConfig) -> DictConfig:
+    """Fill ``method.params.k`` from sibling runs when it is null (logged as the resolved value)."""
+    if cfg.method.estimator == "lightgbm" and cfg.method.params.get("kind") == "topk" \
+            and cfg.method.params.get("k") is None:
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.method.params.k = resolve_topk_k(cfg)
+    return cfg
+
+
+def run(cfg: DictConfig) -> dict[str, float]:
+    """Fit ``cfg.method`` on ``cfg.dataset``, evaluate on validation and test, log everything; return
+    the metrics."""
+    if cfg.tune.enabled:
+        from runners import tune
+
+        return tune.run(cfg)
+    tracking.configure(cfg.tracking)
+    with mlflow.start_run(run_name=cfg.run_name, tags=run_tags(cfg)) as active:
+        run_id = active.info.run_id
+        try:
+            cfg = _with_topk(cfg)
+            tracking.log_config(cfg, run_id)
+            ds = experiment.load_data(cfg)
+            if ds.relevant is not None:
+                mlflow.set_tag("n_relevant", str(len(ds.relevant)))
+            outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method))
+            experiment.log_outcome(outcome, ds, run_id)
+            if ds.relevant is not None:
+                found = len(set(outcome.selected) & set(ds.relevant.tolist()))
+                tracking.log_metrics(run_id, {"relevant_selected": found})
+                outcome.metrics["relevant_selected"] = found
+        except BaseException:
+            mlflow.end_run(status="FAILED")
+            raise
+    if cfg.get("print_summary", True) and not _in_multirun():
+        print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name, **outcome.metrics}]))
+        print(ui_hint(cfg.tracking.uri))
+    return outcome.metrics
+
+
+def _in_multirun() -> bool:
+    if not HydraConfig.initialized():
+        return False
+    mode = HydraConfig.get().mode
+    return mode is not None and mode.name == "MULTIRUN"
+
+
+def format_table(rows: list[dict]) -> str:
+    """A Markdown table: method, dataset, test AUC, test RMSE, selected features, fit seconds."""
+    head = "| method | dataset | test AUC | test RMSE | selected features | fit s |"
+    lines = [head, "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        def num(key, fmt):
+            return format(r[key], fmt) if r.get(key) is not None else "-"
+        lines.append(f"| {r['method']} | {r['dataset']} | {num('test_auc', '.4f')} | {num('test_rmse', '.4f')} | "
+                     f"{num('n_selected_features', '.0f')} | {num('fit_seconds', '.1f')} |")
+    return "\n".join(lines)
+
+
+def ui_hint(uri: str) -> str:
+    return f"Compare the runs in the MLflow UI: mlflow ui --backend-store-uri {uri}  (then open http://127.0.0.1:5000)"
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(cfg: DictConfig) -> float | None:
+    metrics = run(cfg)
+    return metrics.get("val_auc")
+
+
+if __name__ == "__main__":
+    main()
