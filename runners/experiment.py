@@ -50,7 +50,8 @@ def load_data(cfg: DictConfig) -> Dataset:
     ds = load_dataset(d.name, val_fraction=float(d.val_fraction), seed=int(cfg.seed), scale=float(d.scale),
                       progress=False, **extra, **kwargs)
     if ds.task != "binary":
-        raise ValueError(f"dataset {d.name!r} is a {ds.task} task; the harness methods are binary classifiers")
+        raise ValueError(f"dataset {d.name!r} is a {ds.task} task; the harness methods are binary "
+                         f"classifiers")
     return ds
 
 
@@ -143,13 +144,15 @@ def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) ->
     """Log metrics, per-iteration curves and artifacts of one fitted model to the active run."""
     tracking.log_metrics(run_id, out.metrics)
     tracking.log_curves(run_id, out.history)
-    mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": [
-        {"rank": r, "index": j, "name": n} for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]},
-        indent=1), "selected_features.json")
+    features = [{"rank": r, "index": j, "name": n}
+                for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]
+    mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": features}, indent=1),
+                    "selected_features.json")
     with tempfile.TemporaryDirectory() as tmp:
         model_path = Path(tmp) / "model.json"
         out.model.save_model(model_path)
         mlflow.log_artifact(str(model_path))
         if heatmap:
-            png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names, Path(tmp) / "correlations.png")
+            png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names,
+                                      Path(tmp) / "correlations.png")
             mlflow.log_artifact(str(png))

@@ -22,7 +22,8 @@ from runners import experiment, tracking
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
     tags = {"method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
-            "git_commit": tracking.git_commit(), "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower()}
+            "git_commit": tracking.git_commit(),
+            "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower()}
     if HydraConfig.initialized():
         hc = HydraConfig.get()
         if hc.mode is not None and hc.mode.name == "MULTIRUN":
@@ -38,11 +39,12 @@ def resolve_topk_k(cfg: DictConfig) -> int:
     query = (f"tags.dataset = '{cfg.dataset.name}' and tags.counts_for_topk = 'true' and "
              f"attributes.status = 'FINISHED' and params.`dataset.scale` = '{cfg.dataset.scale}'")
     runs = MlflowClient().search_runs([exp.experiment_id], filter_string=query, max_results=5000)
-    counts = [r.data.metrics["n_selected_features"] for r in runs if "n_selected_features" in r.data.metrics]
+    counts = [r.data.metrics["n_selected_features"] for r in runs
+              if "n_selected_features" in r.data.metrics]
     if not counts:
-        raise ValueError(f"gbdt_topk: method.params.k is null and there is no FINISHED gbfs/agbm/gtgbm run on "
-                         f"dataset {cfg.dataset.name!r} (scale {cfg.dataset.scale}) in MLflow experiment "
-                         f"{cfg.tracking.experiment!r} to take K from; run those first or set "
+        raise ValueError(f"gbdt_topk: method.params.k is null and there is no FINISHED gbfs/agbm/gtgbm "
+                         f"run on dataset {cfg.dataset.name!r} (scale {cfg.dataset.scale}) in MLflow "
+                         f"experiment {cfg.tracking.experiment!r} to take K from; run those first or set "
                          f"method.params.k")
     return max(1, int(max(counts)))
 
@@ -95,20 +97,24 @@ def _in_multirun() -> bool:
     return mode is not None and mode.name == "MULTIRUN"
 
 
+def _cell(row: dict, key: str, fmt: str) -> str:
+    return format(row[key], fmt) if row.get(key) is not None else "-"
+
+
 def format_table(rows: list[dict]) -> str:
     """A Markdown table: method, dataset, test AUC, test RMSE, selected features, fit seconds."""
-    head = "| method | dataset | test AUC | test RMSE | selected features | fit s |"
-    lines = [head, "| --- | --- | --- | --- | --- | --- |"]
+    lines = ["| method | dataset | test AUC | test RMSE | selected features | fit s |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        def num(key, fmt):
-            return format(r[key], fmt) if r.get(key) is not None else "-"
-        lines.append(f"| {r['method']} | {r['dataset']} | {num('test_auc', '.4f')} | {num('test_rmse', '.4f')} | "
-                     f"{num('n_selected_features', '.0f')} | {num('fit_seconds', '.1f')} |")
+        lines.append(f"| {r['method']} | {r['dataset']} | {_cell(r, 'test_auc', '.4f')} | "
+                     f"{_cell(r, 'test_rmse', '.4f')} | {_cell(r, 'n_selected_features', '.0f')} | "
+                     f"{_cell(r, 'fit_seconds', '.1f')} |")
     return "\n".join(lines)
 
 
 def ui_hint(uri: str) -> str:
-    return f"Compare the runs in the MLflow UI: mlflow ui --backend-store-uri {uri}  (then open http://127.0.0.1:5000)"
+    return (f"Compare the runs in the MLflow UI: mlflow ui --backend-store-uri {uri}  "
+            f"(then open http://127.0.0.1:5000)")
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
