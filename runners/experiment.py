@@ -142,8 +142,11 @@ def correlation_heatmap(X: np.ndarray, selected: list[int], names: list[str], pa
 
 def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) -> None:
     """Log metrics, per-iteration curves and artifacts of one fitted model to the active run."""
-    tracking.log_metrics(run_id, out.metrics)
     tracking.log_curves(run_id, out.history)
+    # the final model's metrics come after the last iteration, so the curves of val_auc and
+    # val_rmse end with the returned model (the best iteration under early stopping) and
+    # MLflow's latest value of each metric is the final one
+    tracking.log_metrics(run_id, out.metrics, step=len(out.history))
     features = [{"rank": r, "index": j, "name": n}
                 for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]
     mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": features}, indent=1),

@@ -1,0 +1,131 @@
+"""runners.run against a real MLflow SQLite store in a temporary folder, read back with search_runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pytest
+from harness_utils import TINY, compose_cfg
+from mlflow.tracking import MlflowClient
+
+from gbfs import load_model
+from gbfs.data import load_dataset
+from runners import run as run_module
+
+REPO = Path(__file__).resolve().parents[1]
+METRICS = {"test_auc", "test_rmse", "test_logloss", "val_auc", "n_selected_features", "precompute_seconds",
+           "fit_seconds", "predict_seconds"}
+
+
+def _runs(root: Path, experiment: str = "gbfs"):
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name(experiment)
+    return client, client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+def test_run_logs_params_metrics_curves_artifacts(tmp_path):
+    cfg = compose_cfg(tmp_path, [*TINY, "method=agbm", "seed=3"])
+    metrics = run_module.run(cfg)
+    client, (r,) = _runs(tmp_path)
+    assert r.info.status == "FINISHED"
+    assert METRICS <= set(r.data.metrics)
+    assert r.data.metrics["test_auc"] == pytest.approx(metrics["test_auc"])
+    # params: the flattened config with dotted keys
+    assert r.data.params["method.params.mu"] == "0.01" and r.data.params["dataset.name"] == "gisette_like"
+    assert r.data.params["tracking.uri"] == f"sqlite:///{tmp_path}/mlflow.db"
+    assert {"method": "agbm", "dataset": "gisette_like", "seed": "3"}.items() <= r.data.tags.items()
+    assert len(r.data.tags["git_commit"]) in (40, 7) or r.data.tags["git_commit"] == "unknown"
+    # curves by iteration
+    n_iter = len(client.get_metric_history(r.info.run_id, "root_variance"))
+    assert n_iter >= 2
+    for key, extra in (("val_auc", 1), ("val_rmse", 1), ("root_variance", 0), ("elapsed_seconds", 0)):
+        hist = sorted(client.get_metric_history(r.info.run_id, key), key=lambda m: m.step)
+        # val_auc / val_rmse end with the final model's value, one step after the last iteration
+        assert [m.step for m in hist] == list(range(n_iter + extra))
+    assert hist[-1].value >= 0
+    elapsed = [m.value for m in sorted(client.get_metric_history(r.info.run_id, "elapsed_seconds"),
+                                       key=lambda m: m.step)]
+    assert np.all(np.diff(elapsed) >= 0)
+    # artifacts
+    names = {a.path for a in client.list_artifacts(r.info.run_id)}
+    assert {"config.yaml", "selected_features.json", "correlations.png", "model.json"} <= names
+    local = Path(client.download_artifacts(r.info.run_id, "", str(tmp_path / "dl")))
+    model = load_model(local / "model.json")
+    sel = json.loads((local / "selected_features.json").read_text())
+    assert [f["index"] for f in sel["features"]] == model.selected_features_.tolist()
+    assert sel["n_selected_features"] == r.data.metrics["n_selected_features"]
+    assert [f["name"] for f in sel["features"]] == [f"f{j}" for j in model.selected_features_]
+    assert (local / "correlations.png").read_bytes()[:4] == b"\x89PNG"
+    # the logged model is the evaluated one: its test AUC is the logged one
+    ds = load_dataset("gisette_like", scale=0.05, feature_scale=0.02, seed=3)
+    from gbfs.metrics import roc_auc
+    assert roc_auc(ds.y_test, model.predict_proba(ds.X_test)[:, 1]) == pytest.approx(
+        r.data.metrics["test_auc"], rel=1e-9)
+    assert "seed: 3" in (local / "config.yaml").read_text()
+
+
+def test_failure_marks_the_run_failed_and_reraises(tmp_path):
+    cfg = compose_cfg(tmp_path, [*TINY, "method=agbm", "method.params.mu=-1"])
+    with pytest.raises(ValueError, match="mu"):
+        run_module.run(cfg)
+    _, (r,) = _runs(tmp_path)
+    assert r.info.status == "FAILED"
+    assert mlflow.active_run() is None
+
+
+def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
+    # no sibling yet: a clear error, and a FAILED run
+    with pytest.raises(ValueError, match="no FINISHED gbfs/agbm/gtgbm run on dataset 'gisette_like'"):
+        run_module.run(compose_cfg(tmp_path, [*TINY, "method=gbdt_topk"]))
+    siblings = {}
+    for method, mu in (("agbm", "0.001"), ("gbfs", "0.5")):
+        siblings[method] = run_module.run(compose_cfg(tmp_path, [*TINY, f"method={method}",
+                                                                  f"method.params.mu={mu}"]))
+    # runs that must not count: another scale, a method that does not count, a failed run
+    run_module.run(compose_cfg(tmp_path, ["dataset=gisette_like", "dataset.scale=0.06",
+                                          "dataset.kwargs.feature_scale=0.02", "method.params.n_estimators=15",
+                                          "method=agbm", "method.params.mu=0"]))
+    run_module.run(compose_cfg(tmp_path, [*TINY, "method=lgbm_cegb", "method.params.mu=0"]))
+    expected = max(int(m["n_selected_features"]) for m in siblings.values())
+    metrics = run_module.run(compose_cfg(tmp_path, [*TINY, "method=gbdt_topk"]))
+    _, runs = _runs(tmp_path)
+    topk = runs[-1]
+    assert topk.info.status == "FINISHED" and topk.data.tags["method"] == "gbdt_topk"
+    assert topk.data.params["method.params.k"] == str(expected)
+    assert metrics["n_selected_features"] <= expected
+
+
+@pytest.mark.slow
+def test_quickstart_experiment_end_to_end(tmp_path):
+    """The README's main command on a smaller stand-in."""
+    env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "runners.run", "experiment=quickstart", "dataset.scale=0.05",
+                          "dataset.kwargs.feature_scale=0.05", "method.params.n_estimators=20"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "| gbdt_topk | gisette_like |" in res.stdout and "mlflow ui --backend-store-uri" in res.stdout
+    _, runs = _runs(tmp_path)
+    assert [r.data.tags["method"] for r in runs] == ["gbfs", "agbm", "gtgbm", "gbdt_full", "lgbm_cegb",
+                                                      "gbdt_topk"]
+    assert all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_parallel_joblib_multirun_on_a_fresh_store(tmp_path):
+    """Four jobs at once on a store that does not exist yet: none is lost."""
+    env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "runners.run", "-m", "hydra/launcher=joblib",
+                          "hydra.launcher.n_jobs=4", *TINY, "method=agbm,gbfs", "seed=0,1"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    _, runs = _runs(tmp_path)
+    assert len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs)
+    assert sorted((r.data.tags["method"], r.data.tags["seed"]) for r in runs) == [
+        ("agbm", "0"), ("agbm", "1"), ("gbfs", "0"), ("gbfs", "1")]
+    assert len({r.data.tags["sweep_dir"] for r in runs}) == 1
+    assert res.stdout.count("| gisette_like |") == 4           # the comparison table at the end
