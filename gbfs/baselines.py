@@ -1,20 +1,14 @@
-"""LightGBM baselines behind the :class:`~gbfs.GBFSClassifier` interface (DESIGN.md, GBDT-topK/Full).
+"""LightGBM baselines behind :class:`~gbfs.GBFSClassifier`'s interface (DESIGN.md, GBDT-topK/Full).
 
-:class:`LightGBMBaseline` wraps ``lightgbm.train`` so the harness fits, scores, tunes, logs and saves
-it exactly like a GBFS estimator: same ``fit(X, y, eval_set, callbacks)`` signature, same
-``history_`` record keys, same ``gbfs.callbacks`` protocol and the same fitted selection attributes.
-
-Three kinds:
-
-``"full"``  GBDT-Full: plain LightGBM on all features.
-``"topk"``  GBDT-topK: fit on all features, rank them by LightGBM's default importance (split
-            counts; ties go to the lower column index), refit on the top ``k`` only.
-``"cegb"``  LightGBM's cost-efficient gradient boosting with a coupled (first-use) feature penalty
-            ``mu * n_train_rows`` per feature and ``cegb_tradeoff = 1``: the production peer of GBFS.
-            The scale: A-GBM keeps a split on a new feature when ``gain_sse / SSE_root > mu``.  At the
-            first tree ``SSE_root = n p (1 - p) ~ n / 4`` and LightGBM's Newton gain is about 4x the
-            SSE gain (hessians ~ 1/4), so ``mu * n`` in LightGBM's gain units matches A-GBM's ``mu``
-            (the same choice as ``runners/bench_gtgbm.py``).
+:class:`LightGBMBaseline` wraps ``lightgbm.train`` so the harness fits, tunes, logs and saves it like a
+GBFS estimator: the same ``fit(X, y, eval_set, callbacks)``, ``history_`` keys, ``gbfs.callbacks``
+protocol and fitted selection attributes.  GBDT-Full (``kind="full"``) is plain LightGBM; GBDT-topK
+(``"topk"``) refits on the ``k`` features with the most splits in a fit on all features; ``"cegb"`` is
+LightGBM's coupled (first-use) feature penalty, the production peer of GBFS, set to ``mu * n_train_rows``
+per feature with ``cegb_tradeoff = 1``.  Why times n: A-GBM keeps a split on a new feature when
+``gain_sse / SSE_root > mu``; at the first tree ``SSE_root = n p (1 - p) ~ n / 4`` and LightGBM's
+Newton gain is ~4x the SSE gain (hessians ~ 1/4), so ``mu * n`` in LightGBM's gain units matches
+A-GBM's ``mu`` (as in ``runners/bench_gtgbm.py``); later trees are not rescaled.
 
 Per-iteration metrics come from a LightGBM ``feval`` on the train and validation sets: LightGBM
 hands it the probabilities it keeps up to date internally, so a record costs O(n), never a
@@ -103,10 +97,8 @@ class _Recorder:
 
     def __init__(self, model, callbacks, end_iteration: int, y_var: float):
         self.model, self.callbacks, self.end_iteration = model, callbacks, end_iteration
-        self.history: list = []
-        self.best_iteration = None
+        self.history, self.best_iteration, self.n_splits = [], None, 0
         self.root_variance = y_var  # residuals of the constant initial score: var(y - c) = var(y)
-        self.n_splits = 0
         self.start = time.perf_counter()
 
     def __call__(self, env) -> None:
@@ -170,6 +162,12 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     lgb_params : dict or None, default=None
         Further LightGBM parameters, passed through; keys (or aliases) of parameters set above are
         refused.  ``force_row_wise=True`` here replaces the default ``force_col_wise``.
+
+    Notes
+    -----
+    Unlike GBFSClassifier, boosting ends early when LightGBM finds no admissible split (it drops that
+    tree); ``n_iter_`` counts the trees kept.  Fitted attributes match GBFSClassifier's, except that
+    ``feature_importances_`` holds split counts and ``booster_``/``columns_`` are LightGBM-specific.
     """
 
     def __init__(self, kind="full", *, k=None, mu=0.01, n_estimators=100, learning_rate=0.1, num_leaves=31,
@@ -245,8 +243,6 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _check_y(self, y, n_rows: int, name: str = "y") -> np.ndarray:
         """Labels as float 0/1 (``classes_[1]`` -> 1); for ``name == "y"`` also sets ``classes_``."""
         y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
         if y.ndim != 1 or y.shape[0] != n_rows:
             raise ValueError(f"{name} must be 1-D with one label per row ({n_rows}), got shape {y.shape}")
         if name == "y":
@@ -267,8 +263,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
             return None
         if isinstance(eval_set, list):
             if len(eval_set) != 1:
-                raise ValueError(f"eval_set: {type(self).__name__} takes one (X_val, y_val) tuple, "
-                                 f"got a list of {len(eval_set)}")
+                raise ValueError(f"eval_set: takes one (X_val, y_val) tuple, got a list of {len(eval_set)}")
             eval_set = eval_set[0]
         if not isinstance(eval_set, tuple) or len(eval_set) != 2:
             raise TypeError("eval_set must be a tuple (X_val, y_val) or a list with one such tuple")
@@ -288,9 +283,8 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         eval_set : tuple (X_val, y_val) or list with one such tuple, optional
             Scored after every tree (``history_`` keys ``val_*``).
         callbacks : list of callables, optional
-            gbfs-style callbacks receiving a :class:`gbfs.callbacks.CallbackEnv` after every tree.
-            :class:`~gbfs.callbacks.EarlyStopException` stops boosting and keeps the best iteration;
-            any other exception propagates out of ``fit``.
+            Receive a :class:`gbfs.callbacks.CallbackEnv` after every tree.  ``EarlyStopException``
+            stops boosting and keeps the best iteration; any other exception propagates.
 
         Returns
         -------
@@ -324,20 +318,18 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
             timings["ranking_seconds"] = time.perf_counter() - t0
         elif self.kind == "cegb":
             params.update(cegb_tradeoff=1.0, cegb_penalty_feature_coupled=[float(self.mu) * n] * d)
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()  # binning, timed apart from boosting as GBFSClassifier does
         train = lgb.Dataset(X, y, params=params).construct()
-        sets, names = [(train, y)], ["train"]
-        if evals is not None:
-            sets.append((lgb.Dataset(evals[0], evals[1], reference=train, params=params).construct(),
-                         evals[1]))
-            names.append("val")
+        sets = [(train, y)] + ([] if evals is None else [
+            (lgb.Dataset(evals[0], evals[1], reference=train, params=params).construct(), evals[1])])
         t1 = time.perf_counter()
         for cb in callbacks:
             if hasattr(cb, "reset"):
                 cb.reset()
         recorder = _Recorder(self, callbacks, self.n_estimators, float(np.var(y)))
-        booster = lgb.train(params, train, num_boost_round=self.n_estimators, valid_sets=[s for s, _ in sets],
-                            valid_names=names, feval=_feval(sets), callbacks=[recorder])
+        booster = lgb.train(params, train, num_boost_round=self.n_estimators,
+                            valid_sets=[s for s, _ in sets], valid_names=["train", "val"][:len(sets)],
+                            feval=_feval(sets), callbacks=[recorder])
         timings.update(binning_seconds=t1 - t0, boosting_seconds=time.perf_counter() - t1)
         self._set_fitted(booster, columns, recorder.history, recorder.best_iteration)
         self.timings_ = timings
@@ -361,7 +353,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _predict(self, X, raw_score: bool) -> np.ndarray:
         check_is_fitted(self, "booster_")
         X = self._check_X(X, reset=False)
-        if self.columns_.shape[0] != self.n_features_in_:
+        if self.kind == "topk":  # the booster sees the top k columns in rank order
             X = X[:, self.columns_]
         kw = {} if self.n_threads is None else {"num_threads": self.n_threads}
         return self.booster_.predict(X, raw_score=raw_score, num_iteration=-1, **kw)
@@ -381,9 +373,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self, "booster_")
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.selected_features_] = True
-        return mask
+        return np.isin(np.arange(self.n_features_in_), self.selected_features_)
 
     # -- model files -------------------------------------------------------------------------------
     def save_model(self, path) -> None:
@@ -420,16 +410,20 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
             If the file is not valid JSON, has another format or version, fails its checksum or is
             inconsistent (columns, selected features, booster).
         """
-        try:
+        try:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             body = json.loads(Path(path).read_text())
-        except json.JSONDecodeError as e:
+        except ValueError as e:
             raise ValueError(f"{path}: not a {FORMAT} file (invalid JSON: {e})") from e
         if not isinstance(body, dict) or body.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} file (missing 'format': '{FORMAT}')")
         if body.get("version") != FORMAT_VERSION:
             raise ValueError(f"{path}: unsupported version {body.get('version')!r} (reads {FORMAT_VERSION})")
         rest = {key: v for key, v in body.items() if key != "checksum"}
-        if body.get("checksum") != "sha256:" + hashlib.sha256(_canonical(rest)).hexdigest():
+        try:  # NaN is valid for json.loads but not canonical JSON
+            ok = body.get("checksum") == "sha256:" + hashlib.sha256(_canonical(rest)).hexdigest()
+        except ValueError:
+            ok = False
+        if not ok:
             raise ValueError(f"{path}: checksum mismatch: the model file was modified or corrupted")
         try:
             return cls(**body["params"])._restore(body)
@@ -453,10 +447,9 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         if (columns.ndim != 1 or columns.shape[0] != booster.num_feature() or np.unique(columns).size
                 != columns.size or columns.min() < 0 or columns.max() >= d):
             raise ValueError("columns do not match the booster's features")
-        best = body["best_iteration"]
-        if best is not None and not isinstance(best, int):
+        if body["best_iteration"] is not None and not isinstance(body["best_iteration"], int):
             raise ValueError("best_iteration must be an int or null")
-        self._set_fitted(booster, columns, [], best)
+        self._set_fitted(booster, columns, [], body["best_iteration"])
         if self.selected_features_.tolist() != body["selected_features"]:
             raise ValueError("selected_features do not match the booster's splits")
         return self

@@ -39,9 +39,11 @@ def test_every_method_and_dataset_instantiates(tmp_path, method, dataset):
             assert spec.low < spec.high
 
 
-@pytest.mark.parametrize("option", group_options("tune") + group_options("tracking") + group_options("sampler"))
-def test_other_groups_compose(tmp_path, option):
-    group = next(g for g in ("tune", "tracking", "sampler") if option in group_options(g))
+OTHER = [(g, o) for g in ("tune", "tracking", "sampler") for o in group_options(g)]
+
+
+@pytest.mark.parametrize("group, option", OTHER)
+def test_other_groups_compose(tmp_path, group, option):
     cfg = compose_cfg(tmp_path, [f"{group}={option}"])
     OmegaConf.resolve(cfg)
 

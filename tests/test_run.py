@@ -88,10 +88,11 @@ def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
         siblings[method] = run_module.run(compose_cfg(tmp_path, [*TINY, f"method={method}",
                                                                   f"method.params.mu={mu}"]))
     # runs that must not count: another scale, a method that does not count, a failed run
-    run_module.run(compose_cfg(tmp_path, ["dataset=gisette_like", "dataset.scale=0.06",
-                                          "dataset.kwargs.feature_scale=0.02", "method.params.n_estimators=15",
-                                          "method=agbm", "method.params.mu=0"]))
+    other_scale = [o if o != "dataset.scale=0.05" else "dataset.scale=0.06" for o in TINY]
+    run_module.run(compose_cfg(tmp_path, [*other_scale, "method=agbm", "method.params.mu=0"]))
     run_module.run(compose_cfg(tmp_path, [*TINY, "method=lgbm_cegb", "method.params.mu=0"]))
+    with pytest.raises(ValueError):
+        run_module.run(compose_cfg(tmp_path, [*TINY, "method=gtgbm", "method.params.delta=2"]))
     expected = max(int(m["n_selected_features"]) for m in siblings.values())
     metrics = run_module.run(compose_cfg(tmp_path, [*TINY, "method=gbdt_topk"]))
     _, runs = _runs(tmp_path)
