@@ -3,14 +3,12 @@
     python -m runners.tune method=agbm dataset=gisette_like tune.n_trials=30
     python -m runners.tune method=gtgbm tune.storage=postgresql://user@db/optuna    # a shared study
 
-``main`` only calls :func:`run`, which is importable and returns the refit's metrics.  Optuna is
-driven directly (TPE with a seed, the median pruner on the per-iteration validation metric, an
-RDB storage): a study is resumable by name, and running it again runs only the trials still
-missing to reach ``tune.n_trials`` finished (complete, pruned or failed) trials.  The data is
-loaded once per study and the test split is only looked at by the refit.  MLflow: one parent run
-per invocation (``role=study``), one nested run per trial (``role=trial``, ``trial_state``) and a
-nested ``refit`` run with the best parameters, evaluated once on test, which is the only run of
-the study that counts for GBDT-topK's K.
+``main`` only calls :func:`run`, importable, which returns the refit's metrics.  Optuna is driven
+directly (seeded TPE, median pruning on the per-iteration validation metric, RDB storage): a study
+is resumable by name and runs only the trials missing to reach ``tune.n_trials`` finished ones.
+The test split is only looked at by the refit.  MLflow: a parent run per invocation
+(``role=study``), a nested run per trial (``role=trial``, ``trial_state``) and a nested ``refit``
+run, the only one of the study that counts for GBDT-topK's K.
 """
 
 from __future__ import annotations
@@ -49,6 +47,10 @@ TEST_METRICS = ("test_auc", "test_rmse", "test_logloss")
 _INTERRUPTED = "interrupted_trials"
 
 
+def _unknown_type(name: str, kind: object) -> ValueError:
+    return ValueError(f"method.search_space.{name}: unknown type {kind!r}; expected one of {PARAM_TYPES}")
+
+
 def check_search_space(method: DictConfig) -> None:
     """Raise ``ValueError`` naming the parameter if ``method.search_space`` cannot be sampled."""
     space = method.get("search_space") or {}
@@ -57,35 +59,48 @@ def check_search_space(method: DictConfig) -> None:
     for name, spec in space.items():
         kind = spec.get("type")
         if kind not in PARAM_TYPES:
-            raise ValueError(f"method.search_space.{name}: unknown type {kind!r}; expected one of "
-                             f"{PARAM_TYPES}")
+            raise _unknown_type(name, kind)
         needed = ("choices",) if kind == "categorical" else ("low", "high")
         missing = [k for k in needed if spec.get(k) is None]
         if missing:
-            raise ValueError(f"method.search_space.{name}: a {kind} parameter needs {missing}")
+            raise ValueError(f"method.search_space.{name}: {kind} parameters need {missing}")
     experiment.method_params(method, dict.fromkeys(space))   # every name must be a method.params key
 
 
 def suggest(trial: optuna.Trial, search_space: Mapping) -> dict:
-    """The trial's values of the parameters of ``search_space`` (see :func:`check_search_space`)."""
+    """A trial's values of ``search_space`` (``name -> {type: float | int | categorical, low, high, log,
+    choices}``): the overrides of ``method.params``."""
     out = {}
     for name, spec in search_space.items():
-        kind, log_scale = spec["type"], bool(spec.get("log", False))
-        if kind == "float":
-            out[name] = trial.suggest_float(name, float(spec["low"]), float(spec["high"]), log=log_scale)
-        elif kind == "int":
-            out[name] = trial.suggest_int(name, int(spec["low"]), int(spec["high"]), log=log_scale)
-        elif kind == "categorical":
+        kind = spec["type"]
+        if kind == "categorical":
             out[name] = trial.suggest_categorical(name, list(spec["choices"]))
+        elif kind in ("float", "int"):
+            cast, sample = (float, trial.suggest_float) if kind == "float" else (int, trial.suggest_int)
+            out[name] = sample(name, cast(spec["low"]), cast(spec["high"]), log=bool(spec.get("log", False)))
         else:
-            raise ValueError(f"method.search_space.{name}: unknown type {kind!r}; expected one of "
-                             f"{PARAM_TYPES}")
+            raise _unknown_type(name, kind)
     return out
 
 
 def objective_value(val_auc: float, n_features: float, tune: DictConfig | Mapping) -> float:
-    """The score a trial maximises: ``val_auc``, less ``budget_penalty`` per feature over
-    ``feature_budget`` with ``objective: val_auc_budget``."""
+    """The score a trial maximises.
+
+    Parameters
+    ----------
+    val_auc : float
+        Validation AUC.
+    n_features : float
+        Number of features the model uses.
+    tune : mapping
+        ``objective`` ("val_auc" or "val_auc_budget"), ``feature_budget``, ``budget_penalty``.
+
+    Returns
+    -------
+    float
+        ``val_auc``, less ``budget_penalty`` per feature over ``feature_budget`` with
+        ``objective: val_auc_budget``.
+    """
     if tune["objective"] == "val_auc":
         return float(val_auc)
     if tune["objective"] == "val_auc_budget":
@@ -120,9 +135,7 @@ class PruningCallback:
 
 # ------------------------------------------------------------------------------------- the study
 
-def _storage(url: str | None) -> optuna.storages.BaseStorage | None:
-    if not url:
-        return None   # in memory: not resumable
+def _storage(url: str) -> optuna.storages.RDBStorage:
     engine_kwargs = {}
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -135,21 +148,24 @@ def _pruner(tune: DictConfig) -> optuna.pruners.BasePruner:
     if tune.pruner is None:
         return optuna.pruners.NopPruner()
     if tune.pruner == "median":
-        return optuna.pruners.MedianPruner(n_warmup_steps=int(tune.pruner_warmup_steps))
+        # no pruning before n_startup_trials trials have finished: the median needs a few curves
+        return optuna.pruners.MedianPruner(n_startup_trials=int(tune.n_startup_trials),
+                                           n_warmup_steps=int(tune.pruner_warmup_steps))
     raise ValueError(f"tune.pruner must be 'median' or null, got {tune.pruner!r}")
 
 
 def load_study(tune: DictConfig) -> optuna.Study:
-    """Create the study, or load it if it exists.  TPE is seeded with ``sampler_seed`` plus the
-    number of trials already there, so a resumed study does not repeat its random start-up trials."""
+    """Create the study of ``tune.study_name`` in ``tune.storage``, or load it if it exists.
+
+    TPE is seeded with ``sampler_seed`` plus the number of trials already in the study, so that a
+    resumed study does not repeat the random start-up trials of its first invocation.
+    """
     storage = _storage(tune.storage)
     study = optuna.create_study(study_name=tune.study_name, storage=storage, direction="maximize",
                                 load_if_exists=True)
     n_before = len(study.get_trials(deepcopy=False))
     seed = None if tune.sampler_seed is None else int(tune.sampler_seed) + n_before
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=int(tune.n_startup_trials))
-    if storage is None:
-        return optuna.create_study(direction="maximize", sampler=sampler, pruner=_pruner(tune))
     return optuna.load_study(study_name=tune.study_name, storage=storage, sampler=sampler,
                              pruner=_pruner(tune))
 
@@ -168,17 +184,17 @@ def _maybe_alive(worker: str | None) -> bool:
     """Whether the process that started a trial may still run it: only processes of this host are
     checked, so several machines can share a study."""
     host, _, pid = (worker or "").rpartition(":")
-    if not pid.isdigit():
+    if not pid.isdigit() or int(pid) == os.getpid():
         return False
     if host != socket.gethostname():
         return True
     try:
-        os.kill(int(pid), 0)
+        os.kill(int(pid), 0)   # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return int(pid) != os.getpid()
+        pass   # it exists, under another user
+    return True
 
 
 def _add_interrupted(study: optuna.Study, numbers: list[int]) -> None:
@@ -213,15 +229,12 @@ def _close_interrupted_runs(trials: list[FrozenTrial]) -> None:
                 log.warning("could not close MLflow run %s of trial %d: %s", run_id, t.number, err)
 
 
-class _StopAt:
-    """Stop the study once ``n`` trials count as done, whoever ran them (several workers)."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __call__(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        if n_done(study) >= self.n:
+def _stop_at(n: int):
+    """A study callback stopping the study once ``n`` trials count as done, whoever ran them."""
+    def callback(study: optuna.Study, trial: FrozenTrial) -> None:
+        if n_done(study) >= n:
             study.stop()
+    return callback
 
 
 # ------------------------------------------------------------------------------------ one trial
@@ -241,7 +254,7 @@ class Objective:
         trial.set_user_attr("mlflow_run_id", run_id)
         trial.set_user_attr("mlflow_parent_run_id", self.parent_id)
         pruning, t0 = PruningCallback(trial, self.cfg.tune), time.perf_counter()
-        state, metrics = "FAIL", {}
+        state, metrics, history = "FAIL", {}, []
         try:
             overrides = suggest(trial, self.cfg.method.search_space)
             mlflow.log_params({f"method.params.{k}": v for k, v in overrides.items()})
@@ -249,6 +262,8 @@ class Objective:
             out = experiment.fit_evaluate(self.cfg, self.ds, params, callbacks=[pruning], evaluate_test=False)
             metrics = {k: out.metrics[k] for k in TRIAL_METRICS}
             value = objective_value(metrics["val_auc"], metrics["n_selected_features"], self.cfg.tune)
+            if not math.isfinite(value):   # Optuna would fail the trial: say why, in its run too
+                raise ValueError(f"the objective is {value} (val_auc {metrics['val_auc']})")
             metrics["objective"] = value
             trial.set_user_attr("val_auc", metrics["val_auc"])
             trial.set_user_attr("n_selected_features", metrics["n_selected_features"])
@@ -322,7 +337,7 @@ def _tune(cfg: DictConfig, tags: dict[str, str], parent_id: str) -> dict[str, fl
     if remaining > 0:
         trial_tags = {**tags, "counts_for_topk": "false", "role": "trial", "study_name": study.study_name}
         study.optimize(Objective(cfg, ds, trial_tags, parent_id), n_trials=remaining,
-                       timeout=cfg.tune.timeout, catch=(Exception,), callbacks=[_StopAt(n_trials)])
+                       timeout=cfg.tune.timeout, catch=(Exception,), callbacks=[_stop_at(n_trials)])
     else:
         log.info("study %s already has %d finished trials (tune.n_trials=%d)", study.study_name,
                  n_done(study), n_trials)
@@ -348,13 +363,28 @@ def _end_parent(parent_id: str, status: str) -> None:
 
 
 def run(cfg: DictConfig) -> dict[str, float]:
-    """Run (or resume) the study of ``cfg.method`` on ``cfg.dataset``, refit the best parameters and
-    evaluate them on test; return the refit's metrics (``best_value``, ``best_val_auc`` and the
-    counts of trials by state without refit)."""
+    """Run (or resume) the study of ``cfg.method`` on ``cfg.dataset`` and refit its best parameters.
+
+    Returns
+    -------
+    dict
+        The refit's metrics (``test_auc``, ...) with ``best_value``, ``best_val_auc`` and the
+        number of trials by state; only the latter without ``tune.refit``.
+
+    Raises
+    ------
+    ValueError
+        On bad settings (search space, objective, pruner), before any run is logged.
+    RuntimeError
+        If no trial of the study completed.
+    """
     if not cfg.tune.get("enabled") or "n_trials" not in cfg.tune:
         raise ValueError("runners.tune needs the Optuna settings: pass tune=optuna (conf/tune/optuna.yaml)")
+    if not cfg.tune.storage:
+        raise ValueError("tune.storage must be an SQLAlchemy URL (sqlite:///optuna.db, postgresql://...)")
     check_search_space(cfg.method)
-    objective_value(0.5, 0, cfg.tune)   # a bad objective fails now, not in every trial
+    objective_value(0.5, 0, cfg.tune)   # bad settings fail now, not in every trial
+    _pruner(cfg.tune)
     tracking.configure(cfg.tracking)
     tags = run_tags(cfg)
     name = cfg.tune.study_name

@@ -3,6 +3,9 @@ tmp_path (a fit takes ~0.1 s here, so each study is a few seconds)."""
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
 from pathlib import Path
 
 import mlflow
@@ -171,12 +174,24 @@ def test_objective_value():
 
 @pytest.mark.parametrize("override, match", [
     ("method.search_space.mu.type=uniform", "search_space.mu: unknown type"),
-    ("+method.search_space.depth={type:int,low:2}", "search_space.depth: a int parameter needs"),
+    ("+method.search_space.depth={type:int,low:2}", "search_space.depth: int parameters need"),
     ("+method.search_space.depth={type:int,low:2,high:6}", "depth"),   # not in method.params
     ("tune=off", "tune=optuna"),
+    ("tune.storage=null", "SQLAlchemy URL"),
 ])
 def test_bad_settings_raise_before_any_run(tmp_path, override, match):
     cfg = make_cfg(tmp_path, override, config="tune")
     with pytest.raises(ValueError, match=match):
         tune.run(cfg)
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_only_trials_of_dead_local_processes_count_as_interrupted():
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    host = socket.gethostname()
+    assert tune._maybe_alive("another-host:123")   # a worker of a shared study elsewhere: left alone
+    assert tune._maybe_alive(f"{host}:{os.getppid()}")
+    assert not tune._maybe_alive(f"{host}:{dead.pid}")
+    assert not tune._maybe_alive(f"{host}:{os.getpid()}")   # an earlier study of this very process
+    assert not tune._maybe_alive(None)   # a trial asked for outside runners.tune
