@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
 
 from gbfs import GBFSClassifier  # noqa: E402
 from gbfs.data import Dataset, load_dataset  # noqa: E402
@@ -75,6 +76,28 @@ def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params
 
         return LightGBMBaseline(random_state=seed, n_threads=n_threads, **params)
     raise ValueError(f"method.estimator must be one of {ESTIMATORS}, got {method.estimator!r}")
+
+
+class FitProgress:
+    """A gbfs-style callback drawing a progress bar over the boosting iterations (stderr)."""
+
+    def __init__(self, label: str):
+        self.label, self.bar = label, None
+
+    def reset(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __call__(self, env) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=env.end_iteration or None, desc=self.label, unit="tree", leave=False)
+        self.bar.update(1)
+        if "val_auc" in env.record:
+            self.bar.set_postfix(val_auc=f"{env.record['val_auc']:.4f}", refresh=False)
 
 
 def _rmse(y: np.ndarray, proba: np.ndarray) -> float:

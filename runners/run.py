@@ -75,7 +75,12 @@ def run(cfg: DictConfig) -> dict[str, float]:
             ds = experiment.load_data(cfg)
             if ds.relevant is not None:
                 mlflow.set_tag("n_relevant", str(len(ds.relevant)))
-            outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method))
+            progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}")
+            try:
+                outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method),
+                                                  callbacks=[progress])
+            finally:
+                progress.close()
             experiment.log_outcome(outcome, ds, run_id)
             if ds.relevant is not None:
                 found = len(set(outcome.selected) & set(ds.relevant.tolist()))
