@@ -118,6 +118,9 @@ def format_table(rows: list[dict]) -> str:
 
 
 def ui_hint(uri: str) -> str:
+    """How to look at the runs: the server itself for a remote store, else ``mlflow ui`` on the file."""
+    if uri.startswith(("http://", "https://")):
+        return f"Compare the runs in the MLflow UI: open {uri}"
     return (f"Compare the runs in the MLflow UI: mlflow ui --backend-store-uri {uri}  "
             f"(then open http://127.0.0.1:5000)")
 

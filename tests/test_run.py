@@ -130,3 +130,44 @@ def test_parallel_joblib_multirun_on_a_fresh_store(tmp_path):
         ("agbm", "0"), ("agbm", "1"), ("gbfs", "0"), ("gbfs", "1")]
     assert len({r.data.tags["sweep_dir"] for r in runs}) == 1
     assert res.stdout.count("| gisette_like |") == 4           # the comparison table at the end
+
+
+@pytest.fixture
+def mlflow_server(tmp_path):
+    """A real `mlflow server` on 127.0.0.1 (SQLite backend, proxied artifacts)."""
+    import socket
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
+                             "--port", str(port), "--backend-store-uri", f"sqlite:///{tmp_path}/server.db",
+                             "--artifacts-destination", str(tmp_path / "server-artifacts"), "--workers", "1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                if urllib.request.urlopen(url + "/health", timeout=1).read() == b"OK":
+                    break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail("mlflow server did not start")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_run_logs_to_a_remote_tracking_server(tmp_path, mlflow_server):
+    cfg = compose_cfg(tmp_path, [*TINY, "method=gbfs", "tracking=remote", f"tracking.uri={mlflow_server}"])
+    metrics = run_module.run(cfg)
+    client = MlflowClient(tracking_uri=mlflow_server)
+    (r,) = client.search_runs([client.get_experiment_by_name("gbfs").experiment_id])
+    assert r.info.status == "FINISHED" and r.data.metrics["test_auc"] == pytest.approx(metrics["test_auc"])
+    assert {"model.json", "selected_features.json"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
+    assert not (tmp_path / "mlflow.db").exists()          # nothing went to the local store
+    assert run_module.ui_hint(mlflow_server).endswith(f"open {mlflow_server}")
