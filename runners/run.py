@@ -73,8 +73,6 @@ def run(cfg: DictConfig) -> dict[str, float]:
             cfg = _with_topk(cfg)
             tracking.log_config(cfg, run_id)
             ds = experiment.load_data(cfg)
-            if ds.relevant is not None:
-                mlflow.set_tag("n_relevant", str(len(ds.relevant)))
             progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}")
             try:
                 outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method),
@@ -82,10 +80,6 @@ def run(cfg: DictConfig) -> dict[str, float]:
             finally:
                 progress.close()
             experiment.log_outcome(outcome, ds, run_id)
-            if ds.relevant is not None:
-                found = len(set(outcome.selected) & set(ds.relevant.tolist()))
-                tracking.log_metrics(run_id, {"relevant_selected": found})
-                outcome.metrics["relevant_selected"] = found
         except BaseException:
             mlflow.end_run(status="FAILED")
             raise

@@ -320,10 +320,6 @@ def refit(cfg: DictConfig, ds: Dataset, best_params: Mapping, tags: dict[str, st
         tracking.log_config(best_cfg, active.info.run_id)
         out = experiment.fit_evaluate(best_cfg, ds, experiment.method_params(best_cfg.method))
         experiment.log_outcome(out, ds, active.info.run_id)
-        if ds.relevant is not None:
-            mlflow.set_tag("n_relevant", str(len(ds.relevant)))
-            out.metrics["relevant_selected"] = len(set(out.selected) & set(ds.relevant.tolist()))
-            tracking.log_metrics(active.info.run_id, {"relevant_selected": out.metrics["relevant_selected"]})
     return out.metrics
 
 

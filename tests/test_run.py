@@ -68,6 +68,9 @@ def test_run_logs_params_metrics_curves_artifacts(tmp_path):
     assert roc_auc(ds.y_test, model.predict_proba(ds.X_test)[:, 1]) == pytest.approx(
         r.data.metrics["test_auc"], rel=1e-9)
     assert "seed: 3" in (local / "config.yaml").read_text()
+    # a stand-in knows its relevant columns: how many the model found is logged
+    assert int(r.data.tags["n_relevant"]) == len(ds.relevant)
+    assert r.data.metrics["relevant_selected"] == len(set(model.selected_features_) & set(ds.relevant))
 
 
 def test_failure_marks_the_run_failed_and_reraises(tmp_path):
