@@ -32,6 +32,7 @@ class BoostingParams:
     growth: GrowthParams = field(default_factory=GrowthParams)
     group_test_scope: str = "node"  # GT-GBM only: "node" (Algorithm 2) or "tree"
     group_test_rows: int | None = None  # GT-GBM only: row sample size of a group test
+    sampler: object | None = None  # gbfs.sampling.RowSampler: rows and weights of each tree
 
 
 @dataclass
@@ -89,7 +90,7 @@ class _Evaluator:
 
 
 def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, evals=(),
-          callbacks=(), model=None, group_tester=None, rng=None) -> BoostingResult:
+          callbacks=(), model=None, group_tester=None, rng=None, sample_rng=None) -> BoostingResult:
     """Fit ``params.n_estimators`` trees.
 
     Parameters
@@ -127,26 +128,36 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     for cb in callbacks:
         if hasattr(cb, "reset"):
             cb.reset()
+    sampled = _SampleBuffers(n) if params.sampler is not None else None
     start = time.perf_counter()
     try:
         for it in range(params.n_estimators):
             loss.residuals(y, raw, r, h)
-            # no sampler yet: all rows with weight 1 (row samplers plug in here)
-            rw = r
-            hw = ones if params.criterion == "sse" else h
-            w_sum = float(n)
-            sse = root_sse(rw, w_sum, float(np.dot(r, r)))
+            if sampled is None:      # all rows with weight 1
+                tree_rows, rw = rows, r
+                hw = ones if params.criterion == "sse" else h
+                den = ones if params.leaf_estimate == "mean" else h
+                w_sum = float(n)
+                sse = root_sse(rw, w_sum, float(np.dot(r, r)))
+            else:                    # a row sampler's rows and weights (gbfs.sampling)
+                tree_rows, weights = params.sampler.sample(r, h, it, sample_rng)
+                rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
             norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
-            grown = grower.grow(rows, rw, hw, usage, norm, hw_is_one=hw is ones)
-            values = _leaf_values(grown, rw, ones if params.leaf_estimate == "mean" else h, params)
+            grown = grower.grow(tree_rows, rw, hw, usage, norm, hw_is_one=hw is ones)
+            values = _leaf_values(grown, rw, den, params)
             tree = grown.builder.build(_node_values(grown, values))
-            _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, raw)
+            if sampled is None:
+                _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, raw)
+            else:                    # rows outside the sample are scored by the tree too
+                PackedEnsemble([tree]).predict_binned(X_binned, raw)
             trees.append(tree)
             for ev in evaluators:
                 ev.add_tree(tree)
             rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
                    "root_variance": sse / w_sum, "n_features_used": len(usage.order),
                    "n_leaves": tree.n_leaves}
+            if sampled is not None:
+                rec["n_rows_sampled"] = int(tree_rows.shape[0])
             train.record(rec)
             for ev in evaluators:
                 ev.record(rec)
@@ -159,6 +170,27 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     finally:
         grower.release_buffers()
     return BoostingResult(trees, init, history, best_iteration)
+
+
+class _SampleBuffers:
+    """Per-row channels of a sampled tree, reused across iterations (only sampled rows are written,
+    and the grower reads only the rows it is given)."""
+
+    def __init__(self, n: int):
+        self.rw, self.hw, self.den = np.zeros(n), np.zeros(n), np.zeros(n)
+
+    def fill(self, rows, w, r, h, params) -> tuple:
+        """``w r``, the second channel (``w`` or ``w h``), the leaf denominator channel and the
+        weighted root SSE ``sum w r^2 - (sum w r)^2 / sum w`` (A-GBM's SSE_r on the sample) and
+        ``sum w``."""
+        wr = w * r[rows]
+        self.rw[rows] = wr
+        wh = w * h[rows]
+        self.hw[rows] = w if params.criterion == "sse" else wh
+        self.den[rows] = w if params.leaf_estimate == "mean" else wh
+        w_sum = float(w.sum())
+        sse = float(np.dot(wr, r[rows])) - float(wr.sum()) ** 2 / w_sum if w_sum > 0 else 0.0
+        return self.rw, self.hw, self.den, sse, w_sum
 
 
 def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:

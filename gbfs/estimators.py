@@ -21,7 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from . import group_testing
+from . import group_testing, sampling
 from . import validation as V
 from ._types import MAX_BINS
 from .binning import BinMapper
@@ -95,8 +95,24 @@ _PARAM_DOC = """
     max_precompute_bytes : int, default=4 GiB
         Memory budget of GT-GBM's precompute (float32 standardised copy + prefix sums);
         a larger plan is refused with the largest settings that fit.
+    sampler : {None, "sgb", "goss", "mvs", "mvs_adaptive"}, default=None
+        Row sampling per tree (MVS paper; see :mod:`gbfs.sampling`): None uses every row;
+        ``"sgb"`` a uniform ``subsample`` without replacement; ``"goss"`` the ``top_rate`` rows
+        with the largest ``|g|`` plus ``other_rate`` of all rows drawn from the rest, weighted
+        ``(1 - top_rate) / other_rate``; ``"mvs"`` minimal variance sampling (Theorem 2,
+        Algorithms 1-2) with ``p_i = min(1, sqrt(g_i^2 + mvs_lambda h_i^2) / mu)``;
+        ``"mvs_adaptive"`` the same with lambda re-set every iteration.  The sampled rows and
+        their weights ``1/p_i`` are what the histograms, the split search, the root SSE of
+        A-GBM and the leaf values see; every row's score is updated by the tree.
+    subsample, top_rate, other_rate, mvs_lambda : float or None, default=None
+        Parameters of the sampler (None: 0.5, 0.2, 0.1, 0.1); an argument the chosen sampler
+        does not use must stay None.
+    goss_style : {"paper", "lightgbm"}, default="paper"
+        GOSS only: ``"lightgbm"`` ranks rows by ``|g h|`` and samples nothing during the first
+        ``1 / learning_rate`` iterations, as LightGBM does.
     random_state : int, RandomState instance or None, default=None
-        Seed of every random choice (bin subsample, GT-GBM's subsets); same seed, same model.
+        Seed of every random choice (bin subsample, GT-GBM's subsets, row samples); same seed,
+        same model.
     n_threads : int or None, default=None
         Threads of the numba kernels (None: numba's default, all cores).
 """
@@ -128,8 +144,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
                  bin_subsample=200_000, early_stopping_rounds=None, n_target_features=10,
                  delta=0.1, n_subsets=None, subset_size=None, group_test_scope="node",
-                 group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, random_state=None,
-                 n_threads=None):
+                 group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, sampler=None,
+                 subsample=None, top_rate=None, other_rate=None, mvs_lambda=None, goss_style="paper",
+                 random_state=None, n_threads=None):
         self.method = method
         self.mu = mu
         self.feature_costs = feature_costs
@@ -156,6 +173,12 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.max_precompute_bytes = max_precompute_bytes
         self.random_state = random_state
         self.n_threads = n_threads
+        self.sampler = sampler
+        self.subsample = subsample
+        self.top_rate = top_rate
+        self.other_rate = other_rate
+        self.mvs_lambda = mvs_lambda
+        self.goss_style = goss_style
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -188,10 +211,13 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         if n_threads is not None and n_threads > numba.config.NUMBA_NUM_THREADS:
             raise ValueError(f"n_threads={n_threads} exceeds the {numba.config.NUMBA_NUM_THREADS} "
                              "threads numba was started with (set NUMBA_NUM_THREADS to allow more)")
+        learning_rate = V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
+        sampler = sampling.from_params(self.sampler, self.subsample, self.top_rate, self.other_rate,
+                                       self.mvs_lambda, self.goss_style, learning_rate)
         return BoostingParams(
-            loss=self._loss, method=method,
+            loss=self._loss, method=method, sampler=sampler,
             n_estimators=V.check_int("n_estimators", self.n_estimators, 1),
-            learning_rate=V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True),
+            learning_rate=learning_rate,
             criterion=V.check_choice("criterion", self.criterion, V.CRITERIA),
             leaf_estimate=V.check_choice("leaf_estimate", self.leaf_estimate, V.LEAF_ESTIMATES),
             growth=growth, group_test_scope=scope, group_test_rows=self.group_test_rows)
@@ -305,7 +331,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             t2 = time.perf_counter()
             usage = FeatureUsage(d, float(self.mu), costs, bags)
             result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self,
-                           group_tester=tester, rng=np.random.default_rng([seed, 2]))
+                           group_tester=tester, rng=np.random.default_rng([seed, 2]),
+                           sample_rng=np.random.default_rng([seed, 3]))
             t3 = time.perf_counter()
         del tester  # the precompute is not part of the model
         self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration)
