@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .callbacks import CallbackEnv, EarlyStopException
 from .grower import GrowthParams, TreeGrower
@@ -128,7 +128,9 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     for cb in callbacks:
         if hasattr(cb, "reset"):
             cb.reset()
-    sampled = _SampleBuffers(n) if params.sampler is not None else None
+    # a small sample is grown on a compact copy of its rows (group tests read the precomputed
+    # prefix sums by original row, so GT-GBM grows on the full matrix)
+    sampled = _SampleBuffers(n, compact=group_tester is None) if params.sampler is not None else None
     start = time.perf_counter()
     try:
         for it in range(params.n_estimators):
@@ -143,7 +145,10 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 tree_rows, weights = params.sampler.sample(r, h, it, sample_rng)
                 rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
             norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
-            grown = grower.grow(tree_rows, rw, hw, usage, norm, hw_is_one=hw is ones)
+            if sampled is not None and sampled.compacted:
+                grown = _grow_compact(grower, X_binned, tree_rows, rw, hw, usage, norm)
+            else:
+                grown = grower.grow(tree_rows, rw, hw, usage, norm, hw_is_one=hw is ones)
             values = _leaf_values(grown, rw, den, params)
             tree = grown.builder.build(_node_values(grown, values))
             if sampled is None:
@@ -172,25 +177,59 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     return BoostingResult(trees, init, history, best_iteration)
 
 
-class _SampleBuffers:
-    """Per-row channels of a sampled tree, reused across iterations (only sampled rows are written,
-    and the grower reads only the rows it is given)."""
+#: samples up to this share of the rows are grown on a compact copy of their binned rows: a
+#: column-major uint8 matrix read at 20 % of its rows still touches every cache line, so the
+#: histograms would cost nearly as much as on all rows
+COMPACT_MAX_FRACTION = 0.5
 
-    def __init__(self, n: int):
+
+class _SampleBuffers:
+    """Per-row channels of a sampled tree.
+
+    Either compact (entry ``i`` belongs to the ``i``-th sampled row, for :func:`_grow_compact`) or
+    full-length buffers reused across iterations (only sampled rows are written; the grower reads
+    only the rows it is given).
+    """
+
+    def __init__(self, n: int, compact: bool):
+        self.n, self.compact, self.compacted = n, compact, False
         self.rw, self.hw, self.den = np.zeros(n), np.zeros(n), np.zeros(n)
 
     def fill(self, rows, w, r, h, params) -> tuple:
-        """``w r``, the second channel (``w`` or ``w h``), the leaf denominator channel and the
-        weighted root SSE ``sum w r^2 - (sum w r)^2 / sum w`` (A-GBM's SSE_r on the sample) and
-        ``sum w``."""
-        wr = w * r[rows]
-        self.rw[rows] = wr
+        """``w r``, the second channel (``w`` or ``w h``), the leaf denominator channel, the weighted
+        root SSE ``sum w r^2 - (sum w r)^2 / sum w`` (A-GBM's SSE_r on the sample) and ``sum w``."""
+        r_s = r[rows]
+        wr = w * r_s
         wh = w * h[rows]
-        self.hw[rows] = w if params.criterion == "sse" else wh
-        self.den[rows] = w if params.leaf_estimate == "mean" else wh
+        hw = w if params.criterion == "sse" else wh
+        den = w if params.leaf_estimate == "mean" else wh
         w_sum = float(w.sum())
-        sse = float(np.dot(wr, r[rows])) - float(wr.sum()) ** 2 / w_sum if w_sum > 0 else 0.0
+        sse = float(np.dot(wr, r_s)) - float(wr.sum()) ** 2 / w_sum if w_sum > 0 else 0.0
+        self.compacted = self.compact and rows.shape[0] <= COMPACT_MAX_FRACTION * self.n
+        if self.compacted:
+            return wr, hw, den, sse, w_sum
+        self.rw[rows], self.hw[rows], self.den[rows] = wr, hw, den
         return self.rw, self.hw, self.den, sse, w_sum
+
+
+@njit(parallel=True, cache=True)
+def _gather_rows(X_binned, rows, out):
+    # column by column: sorted rows make each column's reads sequential, the writes contiguous
+    for j in prange(X_binned.shape[1]):
+        for i in range(rows.shape[0]):
+            out[i, j] = X_binned[rows[i], j]
+
+
+def _grow_compact(grower, X_binned, rows, rw, hw, usage, norm):
+    """Grow on a Fortran-ordered copy of the sampled rows (row ``i`` of the copy is ``rows[i]``);
+    the leaf partition then holds positions in the sample, which index the compact channels."""
+    Xs = np.empty((rows.shape[0], X_binned.shape[1]), dtype=X_binned.dtype, order="F")
+    _gather_rows(X_binned, rows, Xs)
+    grower.X_binned = Xs
+    try:
+        return grower.grow(np.arange(rows.shape[0], dtype=np.int32), rw, hw, usage, norm)
+    finally:
+        grower.X_binned = X_binned
 
 
 def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:

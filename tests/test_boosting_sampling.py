@@ -108,3 +108,16 @@ def test_model_file_keeps_the_sampler(tmp_path, data):
 def test_bad_sampler_arguments_are_refused(data, kw, name):
     with pytest.raises(ValueError, match=name):
         _fit(data, **kw)
+
+
+@pytest.mark.parametrize("kw", [dict(sampler="mvs", subsample=0.3), dict(sampler="sgb", subsample=0.2),
+                                dict(sampler="goss", criterion="newton", leaf_estimate="newton")])
+def test_compact_copy_of_the_sample_grows_the_same_tree(data, kw, monkeypatch):
+    """Small samples are grown on a gathered copy of their rows; the full-matrix path is the reference."""
+    import gbfs.boosting as B
+
+    compact = _fit(data, **kw)
+    monkeypatch.setattr(B, "COMPACT_MAX_FRACTION", 0.0)
+    reference = _fit(data, **kw)
+    np.testing.assert_allclose(compact.predict_proba(data[2]), reference.predict_proba(data[2]), rtol=1e-12)
+    assert [t.n_leaves for t in compact.trees_] == [t.n_leaves for t in reference.trees_]
