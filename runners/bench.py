@@ -1,7 +1,7 @@
 """Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|gtgbm|data``).
 
 ``gtgbm`` (issue 3) is described in :mod:`runners.bench_gtgbm`, ``data`` (issue 4) in
-:mod:`runners.bench_data`.
+:mod:`runners.bench_data`, ``sampling`` (issue 5) in :mod:`runners.bench_sampling`.
 
 Targets live here, never as timed assertions in tests.  ``core`` (issue 2) measures,
 per paper shape (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634, synthetic
@@ -33,7 +33,7 @@ from gbfs import GBFSClassifier
 from gbfs.binning import BinMapper
 from gbfs.data.synthetic import PAPER_SHAPES, make_sparse_classification
 from gbfs.metrics import roc_auc
-from runners import bench_data, bench_gtgbm
+from runners import bench_data, bench_gtgbm, bench_sampling
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "binning_ratio": 0.5, "penalty_overhead": 0.05,
            "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0, "memory_ratio": 3.0}
@@ -233,6 +233,7 @@ def main(argv=None) -> int:
     core.set_defaults(handler=run_core)
     bench_gtgbm.add_parser(sub)
     bench_data.add_parser(sub)
+    bench_sampling.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 

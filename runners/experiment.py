@@ -56,19 +56,142 @@ def load_data(cfg: DictConfig) -> Dataset:
     return ds
 
 
-def method_params(method: DictConfig, overrides: Mapping | None = None) -> dict:
-    """The estimator's parameters: ``method.params`` updated by ``overrides`` (an Optuna trial's)."""
+def method_params(method: DictConfig, overrides: Mapping | None = None,
+                  sampler: DictConfig | None = None) -> dict:
+    """The estimator's parameters: ``method.params`` updated by ``overrides`` (an Optuna trial's).
+
+    With ``sampler``, ``overrides`` may also set the names of ``sampler.params`` and
+    ``sampler.search_space``; they are returned with the method's and win over ``sampler.params``
+    in :func:`with_sampler` (which :func:`build_estimator` applies).
+    """
     params = OmegaConf.to_container(method.params, resolve=True)
-    unknown = set(overrides or {}) - set(params)
+    allowed = set(params) | set(sampler_params(sampler)) | set(_space(sampler))
+    unknown = set(overrides or {}) - allowed
     if unknown:
         raise ValueError(f"method {method.name!r}: search space parameters {sorted(unknown)} are not in "
-                         f"method.params ({sorted(params)})")
+                         f"method.params ({sorted(params)}) nor in sampler.params")
     params.update(overrides or {})
     return params
 
 
-def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict):
-    """``GBFSClassifier`` or ``LightGBMBaseline`` from a method config (``method.estimator``)."""
+# ---------------------------------------------------------------- row sampling (conf/sampler/)
+
+#: the estimator arguments of row sampling (``GBFSClassifier``); ``conf/sampler/*.yaml`` params
+SAMPLER_ARGS = ("sampler", "subsample", "top_rate", "other_rate", "mvs_lambda", "goss_style")
+#: the arguments each sampler uses and GBFSClassifier's defaults (the others must stay None)
+_SAMPLER_USES = {"sgb": {"subsample": 0.5}, "goss": {"top_rate": 0.2, "other_rate": 0.1, "goss_style": None},
+                 "mvs": {"subsample": 0.5, "mvs_lambda": 0.1}, "mvs_adaptive": {"subsample": 0.5}}
+NO_MVS = "LightGBM has no MVS (its MVS pull request was never merged); use a gbfs method"
+
+
+def _space(sampler: DictConfig | None) -> dict:
+    if sampler is None or not sampler.get("search_space"):
+        return {}
+    return OmegaConf.to_container(sampler.search_space, resolve=True)
+
+
+def sampler_params(sampler: DictConfig | None) -> dict:
+    """``sampler.params`` as a dict (``{}`` for ``sampler=none`` or no sampler group)."""
+    if sampler is None or not sampler.get("params"):
+        return {}
+    params = OmegaConf.to_container(sampler.params, resolve=True)
+    unknown = set(params) - set(SAMPLER_ARGS)
+    if unknown:
+        raise ValueError(f"sampler {sampler.get('name')!r}: params {sorted(unknown)} are not sampler "
+                         f"arguments {SAMPLER_ARGS}")
+    return params
+
+
+def search_space(method: DictConfig, sampler: DictConfig | None = None) -> dict:
+    """``method.search_space`` merged with ``sampler.search_space`` (what Optuna tunes)."""
+    space = OmegaConf.to_container(method.search_space, resolve=True) if method.get("search_space") else {}
+    extra = _space(sampler)
+    clash = set(space) & set(extra)
+    if clash:
+        raise ValueError(f"method {method.name!r} and sampler {sampler.name!r} both tune {sorted(clash)}")
+    return {**space, **extra}
+
+
+def with_sampler(method: DictConfig, params: Mapping, sampler: DictConfig | None = None) -> dict:
+    """The estimator's keyword arguments: ``params`` with the row sampler's merged in.
+
+    Sampler arguments already in ``params`` (an Optuna trial's, or a refit's best values) win over
+    ``sampler.params``.  ``estimator: gbfs`` takes them as they are (``GBFSClassifier`` validates
+    them); ``estimator: lightgbm`` maps them to LightGBM's own sampling (:func:`lightgbm_sampling`).
+
+    Raises
+    ------
+    ValueError
+        On a ``sampler`` named twice differently, or a sampler LightGBM cannot run.
+    """
+    params = dict(params)
+    given = {k: params.pop(k) for k in SAMPLER_ARGS if k in params}
+    merged = sampler_params(sampler)
+    if "sampler" in given and merged.get("sampler") not in (None, given["sampler"]):
+        raise ValueError(f"sampler {merged['sampler']!r} (sampler group) and {given['sampler']!r} "
+                         f"(method.params) disagree")
+    merged.update(given)
+    if method.estimator == "gbfs":
+        return {**params, **merged}
+    if method.estimator == "lightgbm":
+        return {**params, **lightgbm_sampling(merged, params.get("lgb_params"))}
+    raise ValueError(f"method.estimator must be one of {ESTIMATORS}, got {method.estimator!r}")
+
+
+def _check_unused(kind: str | None, args: Mapping) -> None:
+    uses = _SAMPLER_USES.get(kind, {})
+    unused = sorted(k for k, v in args.items() if k != "sampler" and k not in uses and v is not None)
+    if unused:
+        raise ValueError(f"sampler={kind!r} does not use {unused} (they must be None)")
+
+
+def lightgbm_sampling(args: Mapping, lgb_params: Mapping | None = None) -> dict:
+    """Map sampler arguments to LightGBM's: ``{"lgb_params": ...}`` (``{}`` without a sampler).
+
+    ``sgb`` is LightGBM's bagging (``bagging_fraction = subsample``, ``bagging_freq = 1``);
+    ``goss`` its GOSS (``data_sample_strategy = "goss"``, ``top_rate``, ``other_rate``), which
+    always ranks by |g h| and skips the first 1/learning_rate trees, so ``goss_style="paper"``
+    is refused; ``mvs`` and ``mvs_adaptive`` do not exist in LightGBM (:data:`NO_MVS`).
+    """
+    kind = args.get("sampler")
+    if kind in ("mvs", "mvs_adaptive"):
+        raise ValueError(NO_MVS)
+    if kind is not None and kind not in _SAMPLER_USES:
+        raise ValueError(f"sampler must be one of {sorted(_SAMPLER_USES)} or None, got {kind!r}")
+    _check_unused(kind, args)
+    if kind is None:
+        return {}
+    use = {**_SAMPLER_USES[kind], **{k: v for k, v in args.items() if v is not None}}
+    if kind == "sgb":
+        new = {"bagging_fraction": float(use["subsample"]), "bagging_freq": 1}
+    else:
+        if use["goss_style"] not in (None, "lightgbm"):
+            raise ValueError(f"goss_style={use['goss_style']!r}: LightGBM's GOSS ranks rows by |g h| and "
+                             f"does not sample the first 1/learning_rate trees; set goss_style='lightgbm' "
+                             f"(or leave it unset) on a LightGBM method")
+        new = {"data_sample_strategy": "goss", "top_rate": float(use["top_rate"]),
+               "other_rate": float(use["other_rate"])}
+    extra = dict(lgb_params or {})
+    clash = sorted(k for k in extra if _lgb_canonical(k) in new)
+    if clash:
+        raise ValueError(f"lgb_params {clash} clash with sampler={kind!r}'s {sorted(new)}")
+    return {"lgb_params": {**extra, **new}}
+
+
+def _lgb_canonical(key: str) -> str:
+    try:  # LightGBM's alias table (subsample is an alias of bagging_fraction)
+        from lightgbm.basic import _ConfigAliases
+
+        return next((c for c in ("bagging_fraction", "bagging_freq") if key in _ConfigAliases.get(c)), key)
+    except (ImportError, AttributeError):
+        return key
+
+
+def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict,
+                    sampler: DictConfig | None = None):
+    """``GBFSClassifier`` or ``LightGBMBaseline`` from a method config (``method.estimator``), with the
+    row sampler of ``sampler`` (``cfg.sampler``) merged by :func:`with_sampler`."""
+    params = with_sampler(method, params, sampler)
     if method.estimator == "gbfs":
         return GBFSClassifier(random_state=seed, n_threads=n_threads, **params)
     if method.estimator == "lightgbm":
@@ -118,7 +241,7 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
     ``n_selected_features``, ``precompute_seconds``, ``fit_seconds``, ``predict_seconds``; on a
     synthetic stand-in ``relevant_selected``.
     """
-    est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params)
+    est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"))
     t0 = time.perf_counter()
     est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), callbacks=list(callbacks))
     fit_seconds = time.perf_counter() - t0

@@ -22,6 +22,7 @@ from runners import experiment, tracking
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
     tags = {"method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
+            "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
             "git_commit": tracking.git_commit(),
             "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower()}
     if HydraConfig.initialized():

@@ -51,9 +51,10 @@ def _unknown_type(name: str, kind: object) -> ValueError:
     return ValueError(f"method.search_space.{name}: unknown type {kind!r}; expected one of {PARAM_TYPES}")
 
 
-def check_search_space(method: DictConfig) -> None:
-    """Raise ``ValueError`` naming the parameter if ``method.search_space`` cannot be sampled."""
-    space = method.get("search_space") or {}
+def check_search_space(method: DictConfig, sampler: DictConfig | None = None) -> None:
+    """Raise ``ValueError`` naming the parameter if the search space (the method's and the row
+    sampler's) cannot be sampled."""
+    space = experiment.search_space(method, sampler)
     if not space:
         raise ValueError(f"method {method.name!r} has no search_space to tune")
     for name, spec in space.items():
@@ -64,7 +65,8 @@ def check_search_space(method: DictConfig) -> None:
         missing = [k for k in needed if spec.get(k) is None]
         if missing:
             raise ValueError(f"method.search_space.{name}: {kind} parameters need {missing}")
-    experiment.method_params(method, dict.fromkeys(space))   # every name must be a method.params key
+    # every name must be a method.params (or sampler.params) key
+    experiment.method_params(method, dict.fromkeys(space), sampler=sampler)
 
 
 def suggest(trial: optuna.Trial, search_space: Mapping) -> dict:
@@ -256,9 +258,9 @@ class Objective:
         pruning, t0 = PruningCallback(trial, self.cfg.tune), time.perf_counter()
         state, metrics, history = "FAIL", {}, []
         try:
-            overrides = suggest(trial, self.cfg.method.search_space)
+            overrides = suggest(trial, experiment.search_space(self.cfg.method, self.cfg.get("sampler")))
             mlflow.log_params({f"method.params.{k}": v for k, v in overrides.items()})
-            params = experiment.method_params(self.cfg.method, overrides)
+            params = experiment.method_params(self.cfg.method, overrides, sampler=self.cfg.get("sampler"))
             out = experiment.fit_evaluate(self.cfg, self.ds, params, callbacks=[pruning], evaluate_test=False)
             metrics = {k: out.metrics[k] for k in TRIAL_METRICS}
             value = objective_value(metrics["val_auc"], metrics["n_selected_features"], self.cfg.tune)
@@ -378,7 +380,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
         raise ValueError("runners.tune needs the Optuna settings: pass tune=optuna (conf/tune/optuna.yaml)")
     if not cfg.tune.storage:
         raise ValueError("tune.storage must be an SQLAlchemy URL (sqlite:///optuna.db, postgresql://...)")
-    check_search_space(cfg.method)
+    check_search_space(cfg.method, cfg.get("sampler"))
     objective_value(0.5, 0, cfg.tune)   # bad settings fail now, not in every trial
     _pruner(cfg.tune)
     tracking.configure(cfg.tracking)

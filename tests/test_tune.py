@@ -195,3 +195,18 @@ def test_only_trials_of_dead_local_processes_count_as_interrupted():
     assert not tune._maybe_alive(f"{host}:{dead.pid}")
     assert not tune._maybe_alive(f"{host}:{os.getpid()}")   # an earlier study of this very process
     assert not tune._maybe_alive(None)   # a trial asked for outside runners.tune
+
+
+def test_sampler_search_space_is_tuned_with_the_method(tmp_path):
+    cfg = make_cfg(tmp_path, "sampler=mvs", "tune.n_trials=3")
+    assert "mvs" in cfg.tune.study_name
+    metrics = tune.run(cfg)
+    study = load(cfg)
+    for trial in study.trials:
+        assert {"mu", "subsample", "mvs_lambda"} <= set(trial.params)
+    _, trials, (refit,) = children(cfg)
+    assert refit.data.tags["sampler"] == "mvs"
+    best = study.best_params
+    # the refit uses the best sampler values (not sampler.params' defaults)
+    assert float(refit.data.params["method.params.subsample"]) == pytest.approx(best["subsample"])
+    assert "test_auc" in metrics
