@@ -22,9 +22,9 @@ from .validation import check_choice, check_int, check_real
 SAMPLERS = ("sgb", "goss", "mvs", "mvs_adaptive")
 GOSS_STYLES = ("paper", "lightgbm")
 N_PIVOTS = 64  # quickselect steps per threshold are ~2 ln N (~32 for 10^7 rows); cycled beyond that
-_USERS = {"subsample": ("sgb", "mvs", "mvs_adaptive"), "top_rate": ("goss",),
+USED_BY = {"subsample": ("sgb", "mvs", "mvs_adaptive"), "top_rate": ("goss",),
           "other_rate": ("goss",), "mvs_lambda": ("mvs",)}
-_DEFAULTS = {"subsample": 0.5, "top_rate": 0.2, "other_rate": 0.1, "mvs_lambda": 0.1}
+DEFAULTS = {"subsample": 0.5, "top_rate": 0.2, "other_rate": 0.1, "mvs_lambda": 0.1}
 
 
 @njit(cache=True, nogil=True)
@@ -426,8 +426,8 @@ def from_params(sampler: str | None, subsample: float | None = None, top_rate: f
              "mvs_lambda": mvs_lambda}
     shown = "None" if sampler is None else f'"{sampler}"'
     for name, value in given.items():
-        if value is not None and sampler not in _USERS[name]:
-            raise ValueError(f"{name} is only used by sampler in ({', '.join(_USERS[name])}), "
+        if value is not None and sampler not in USED_BY[name]:
+            raise ValueError(f"{name} is only used by sampler in ({', '.join(USED_BY[name])}), "
                              f"got sampler={shown}")
     if goss_style != "paper" and sampler != "goss":
         check_choice("goss_style", goss_style, GOSS_STYLES)
@@ -435,5 +435,5 @@ def from_params(sampler: str | None, subsample: float | None = None, top_rate: f
                          f"with sampler={shown}")
     if sampler is None:
         return None
-    values = {name: _DEFAULTS[name] if value is None else value for name, value in given.items()}
+    values = {name: DEFAULTS[name] if value is None else value for name, value in given.items()}
     return RowSampler(kind=sampler, goss_style=goss_style, learning_rate=learning_rate, **values)

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
-from gbfs import GBFSClassifier  # noqa: E402
+from gbfs import GBFSClassifier, sampling  # noqa: E402
 from gbfs.data import Dataset, load_dataset  # noqa: E402
 from gbfs.metrics import roc_auc  # noqa: E402
 from runners import tracking  # noqa: E402
@@ -78,9 +78,11 @@ def method_params(method: DictConfig, overrides: Mapping | None = None,
 
 #: the estimator arguments of row sampling (``GBFSClassifier``); ``conf/sampler/*.yaml`` params
 SAMPLER_ARGS = ("sampler", "subsample", "top_rate", "other_rate", "mvs_lambda", "goss_style")
-#: the arguments each sampler uses and GBFSClassifier's defaults (the others must stay None)
-_SAMPLER_USES = {"sgb": {"subsample": 0.5}, "goss": {"top_rate": 0.2, "other_rate": 0.1, "goss_style": None},
-                 "mvs": {"subsample": 0.5, "mvs_lambda": 0.1}, "mvs_adaptive": {"subsample": 0.5}}
+#: the arguments each sampler uses and their defaults, from gbfs.sampling (the others must stay None);
+#: goss_style is GOSS's too (default None here: LightGBM's own GOSS is its style)
+_SAMPLER_USES = {kind: {arg: sampling.DEFAULTS[arg] for arg, users in sampling.USED_BY.items()
+                        if kind in users} for kind in sampling.SAMPLERS}
+_SAMPLER_USES["goss"]["goss_style"] = None
 NO_MVS = "LightGBM has no MVS (its MVS pull request was never merged); use a gbfs method"
 
 
