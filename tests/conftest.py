@@ -60,3 +60,15 @@ def reg_split():
 def fast_params():
     """Small settings that keep fits fast but still grow real trees (a fresh dict per test)."""
     return dict(n_estimators=15, max_leaves=8, min_samples_leaf=5, random_state=0)
+
+
+@pytest.fixture
+def restore_mlflow():
+    """Leave MLflow as the test found it: no active run, the same tracking URI (harness tests)."""
+    import mlflow
+
+    uri = mlflow.get_tracking_uri()
+    yield
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
+    mlflow.set_tracking_uri(uri)

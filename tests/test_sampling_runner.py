@@ -20,13 +20,7 @@ LGB_EXPECTED = {"sgb": {"bagging_fraction": 0.2, "bagging_freq": 1},
                 "goss": {"data_sample_strategy": "goss", "top_rate": 0.1, "other_rate": 0.1}}
 
 
-@pytest.fixture(autouse=True)
-def _restore_mlflow():
-    uri = mlflow.get_tracking_uri()
-    yield
-    while mlflow.active_run() is not None:
-        mlflow.end_run()
-    mlflow.set_tracking_uri(uri)
+pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
 
 # ------------------------------------------------------------------------------ the sampler group

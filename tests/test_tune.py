@@ -31,13 +31,7 @@ def make_cfg(tmp_path, *overrides, config="config"):
         return compose(config, overrides=["paths.root_dir=" + str(tmp_path), *TINY, *tuning, *overrides])
 
 
-@pytest.fixture(autouse=True)
-def _restore_mlflow():
-    uri = mlflow.get_tracking_uri()
-    yield
-    while mlflow.active_run() is not None:
-        mlflow.end_run()
-    mlflow.set_tracking_uri(uri)
+pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
 
 def load(cfg) -> optuna.Study:
