@@ -142,7 +142,9 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 w_sum = float(n)
                 sse = root_sse(rw, w_sum, float(np.dot(r, r)))
             else:                    # a row sampler's rows and weights (gbfs.sampling)
-                tree_rows, weights = params.sampler.sample(r, h, it, sample_rng)
+                # the sampler sees the hessians the split criterion uses (unit ones for "sse")
+                tree_rows, weights = params.sampler.sample(r, h if params.criterion == "newton" else None,
+                                                           it, sample_rng)
                 rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
             norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
             if sampled is not None and sampled.compacted:

@@ -12,6 +12,7 @@ of the full sums; the tree still scores every row afterwards.  All randomness co
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -253,9 +254,12 @@ def adaptive_lambda(g: np.ndarray, h: np.ndarray | None) -> float:
     """MVS Adaptive's lambda: the squared Newton value of a single leaf holding every row.
 
     Section 5 replaces lambda, "an approximation of squared mean leaf value upper bound" (c_l^2 of
-    Eq. 7-9), by "a squared mean of the initial leaf"; we take that leaf value to be the one the
-    learner would fit at the root, c = sum(g) / sum(h) over all N rows (the mean residual when
-    h = 1), so lambda = (sum g / sum h)^2, recomputed every iteration.  0 when sum(h) <= 0.
+    Eq. 7-9), by "a squared mean of the initial leaf"; we take that leaf value to be the one a
+    single leaf holding all N rows would get, c = sum(g) / sum(h), so lambda = (sum g / sum h)^2,
+    recomputed every iteration.  0 when sum(h) <= 0.  The booster passes the hessians of its split
+    criterion: the logistic / squared-error ones for criterion="newton" (c is then the root's
+    Newton leaf value) and h = 1 for the papers' criterion="sse" (c is the mean residual, the
+    root's leaf value under leaf_estimate="mean").
     """
     g, h = _check_gh(g, h)
     sum_h = float(np.sum(h))
@@ -273,7 +277,8 @@ def _check_gh(g, h):
 
 
 def _check_values(kind, subsample, top_rate, other_rate, mvs_lambda, goss_style, learning_rate):
-    """Ranges of RowSampler's fields (from_params also refuses the arguments a sampler ignores)."""
+    """Ranges of RowSampler's fields; a RowSampler built directly must not set goss_style unless
+    it is a GOSS sampler (from_params warns about and ignores the arguments a sampler does not read)."""
     check_choice("sampler", kind, SAMPLERS)
     check_real("subsample", subsample, low=0.0, low_open=True, high=1.0)
     check_real("top_rate", top_rate, low=0.0, high=1.0, high_open=True)
@@ -290,7 +295,7 @@ def _check_values(kind, subsample, top_rate, other_rate, mvs_lambda, goss_style,
 
 @dataclass(frozen=True)
 class RowSampler:
-    """Per-iteration row sampler; build it with :func:`from_params` (which also refuses unused
+    """Per-iteration row sampler; build it with :func:`from_params` (which also warns about unused
     arguments).  Stateless: everything random comes from the ``rng`` given to :meth:`sample`.
 
     Parameters
@@ -415,25 +420,33 @@ def from_params(sampler: str | None, subsample: float | None = None, top_rate: f
                 goss_style: str = "paper", learning_rate: float = 0.1) -> RowSampler | None:
     """Validate an estimator's sampling arguments and build the sampler (None when sampler is None).
 
-    Every error is a ValueError naming the argument, raised here before any kernel runs.  An
-    argument the chosen sampler does not read must be None (goss_style must be "paper") -- nothing
-    a user gives is silently ignored.  Defaults for None: subsample 0.5, top_rate 0.2,
-    other_rate 0.1, mvs_lambda 0.1.
+    Every bad value is a ValueError naming the argument, raised here before any kernel runs, also
+    for an argument the chosen sampler does not read.  Such an argument (a value other than None,
+    or goss_style other than "paper") is ignored with a UserWarning naming it -- as the GT-GBM
+    arguments are under another method -- so that a grid over ``sampler`` with a fixed
+    ``subsample`` works, and nothing is dropped silently.  Defaults for None: subsample 0.5,
+    top_rate 0.2, other_rate 0.1, mvs_lambda 0.1.
     """
     if sampler is not None:
         check_choice("sampler", sampler, SAMPLERS)
+    check_choice("goss_style", goss_style, GOSS_STYLES)
     given = {"subsample": subsample, "top_rate": top_rate, "other_rate": other_rate,
              "mvs_lambda": mvs_lambda}
-    shown = "None" if sampler is None else f'"{sampler}"'
-    for name, value in given.items():
-        if value is not None and sampler not in USED_BY[name]:
-            raise ValueError(f"{name} is only used by sampler in ({', '.join(USED_BY[name])}), "
-                             f"got sampler={shown}")
+    filled = {name: DEFAULTS[name] if value is None else value for name, value in given.items()}
+    # every given value is range-checked, read or not ("goss" is the kind that admits them all)
+    _check_values("goss", **filled, goss_style=goss_style, learning_rate=learning_rate)
+    unused = [name for name, value in given.items()
+              if value is not None and sampler not in USED_BY[name]]
     if goss_style != "paper" and sampler != "goss":
-        check_choice("goss_style", goss_style, GOSS_STYLES)
-        raise ValueError(f'goss_style is only used by sampler="goss", got goss_style={goss_style!r} '
-                         f"with sampler={shown}")
+        unused.append("goss_style")
+    if unused:
+        shown = "None" if sampler is None else f'"{sampler}"'
+        users = "; ".join(f"{name} by sampler in ({', '.join(USED_BY.get(name, ('goss',)))})"
+                          for name in unused)
+        warnings.warn(f"{', '.join(unused)} ignored with sampler={shown} (read {users})",
+                      UserWarning, stacklevel=3)
     if sampler is None:
         return None
-    values = {name: DEFAULTS[name] if value is None else value for name, value in given.items()}
+    values = {name: DEFAULTS[name] if name in unused else value for name, value in filled.items()}
+    goss_style = "paper" if "goss_style" in unused else goss_style
     return RowSampler(kind=sampler, goss_style=goss_style, learning_rate=learning_rate, **values)

@@ -3,11 +3,14 @@ still work, seeds reproduce, bad arguments are refused before any kernel."""
 
 from __future__ import annotations
 
+import naive
 import numpy as np
 import pytest
 from sklearn.metrics import log_loss
+from sklearn.utils import check_random_state
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
+from gbfs.loss import LOSSES
 
 SAMPLERS = [dict(sampler="sgb", subsample=0.3), dict(sampler="goss", top_rate=0.1, other_rate=0.2),
             dict(sampler="goss", goss_style="lightgbm"), dict(sampler="mvs", subsample=0.3, mvs_lambda=0.1),
@@ -99,15 +102,74 @@ def test_model_file_keeps_the_sampler(tmp_path, data):
 
 
 @pytest.mark.parametrize("kw, name", [(dict(sampler="bagging"), "sampler"),
-                                      (dict(sampler="goss", subsample=0.5), "subsample"),
-                                      (dict(subsample=0.5), "subsample"),
+                                      (dict(subsample=1.5), "subsample"),
                                       (dict(sampler="sgb", subsample=0.0), "subsample"),
                                       (dict(sampler="goss", top_rate=0.7, other_rate=0.5), "top_rate"),
                                       (dict(sampler="mvs", mvs_lambda=-1.0), "mvs_lambda"),
-                                      (dict(sampler="mvs", goss_style="lightgbm"), "goss_style")])
+                                      (dict(sampler="mvs", goss_style="bogus"), "goss_style")])
 def test_bad_sampler_arguments_are_refused(data, kw, name):
     with pytest.raises(ValueError, match=name):
         _fit(data, **kw)
+
+
+def test_unused_sampler_argument_warns_and_is_ignored(data):
+    with pytest.warns(UserWarning, match='subsample ignored with sampler="goss"'):
+        got = _fit(data, sampler="goss", subsample=0.9, n_estimators=3)
+    plain = _fit(data, sampler="goss", n_estimators=3)
+    np.testing.assert_array_equal(got.predict_proba(data[2]), plain.predict_proba(data[2]))
+
+
+@pytest.mark.parametrize("kw", [dict(sampler="sgb", subsample=0.3),
+                                dict(sampler="goss", top_rate=0.1, other_rate=0.2),
+                                dict(sampler="mvs", subsample=0.3, mvs_lambda=0.5),
+                                dict(sampler="mvs", subsample=0.6, criterion="newton",
+                                     leaf_estimate="newton"),
+                                dict(sampler="mvs_adaptive", subsample=0.3)],
+                         ids=lambda kw: f"{kw['sampler']}-{kw.get('criterion', 'sse')}")
+def test_first_tree_is_the_weighted_reference_tree(data, kw):
+    """The first tree equals the naive grower's on the sampled rows with their weights: splits from
+    the weighted histograms (sum w r, sum w or sum w h) and leaves lr * sum(w r) / sum(w [h])."""
+    Xt, yt, _, _ = data
+    params = dict(method="gbfs", mu=0.0, max_leaves=6, min_samples_leaf=5, learning_rate=0.3)
+    est = _fit(data, n_estimators=1, **params, **kw)
+    # the booster's first residuals and its row sampler, drawn from the estimator's seed as it does
+    loss = LOSSES["logistic"]
+    init = loss.init_score(yt)
+    r, h = np.empty(len(yt)), np.empty(len(yt))
+    loss.residuals(yt.astype(float), np.full(len(yt), init), r, h)
+    newton = kw.get("criterion") == "newton"
+    seed = check_random_state(0).randint(np.iinfo(np.int32).max)
+    rows, w = est._validate_params().sampler.sample(r, h if newton else None, 0,
+                                                          np.random.default_rng([seed, 3]))
+    assert not np.allclose(w, 1.0)                      # the weights are not all 1
+    rw, hw = np.zeros(len(yt)), np.zeros(len(yt))
+    rw[rows], hw[rows] = w * r[rows], w * (h[rows] if newton else 1.0)
+    Xb = est._bin_mapper.transform(Xt)
+    ref, _, _ = naive.grow(Xb, est._bin_mapper.n_bins_non_missing_, rows, rw, hw, mu=0.0,
+                           max_leaves=6, min_samples_leaf=5)
+    assert len(ref.leaves()) == est.trees_[0].n_leaves == 6
+    expected = np.empty(len(yt))
+    for leaf in ref.leaves():                           # every training row routed to its leaf
+        in_leaf = _route(ref, Xb) == leaf
+        sampled = ref.rows[leaf]
+        expected[in_leaf] = 0.3 * rw[sampled].sum() / hw[sampled].sum()
+    np.testing.assert_allclose(est.decision_function(Xt) - init, expected, rtol=1e-9, atol=1e-12)
+
+
+def _route(tree, Xb):
+    """Leaf of every row of a naive.NaiveTree."""
+    node = np.zeros(Xb.shape[0], dtype=int)
+    for _ in range(len(tree.feature)):
+        f = np.asarray(tree.feature)[node]
+        inner = f >= 0
+        if not inner.any():
+            break
+        idx = np.flatnonzero(inner)
+        go_left = naive.left_mask(Xb[idx, f[inner]], np.asarray(tree.bin_threshold)[node[idx]],
+                                  False) | ((Xb[idx, f[inner]] == naive.MISSING)
+                                            & np.asarray(tree.missing_left)[node[idx]])
+        node[idx] = np.where(go_left, np.asarray(tree.left)[node[idx]], np.asarray(tree.right)[node[idx]])
+    return node
 
 
 @pytest.mark.parametrize("kw", [dict(sampler="mvs", subsample=0.3), dict(sampler="sgb", subsample=0.2),

@@ -259,16 +259,27 @@ def test_from_params_builds_with_defaults():
     (dict(sampler="goss", other_rate=0.0), "other_rate"),
     (dict(sampler="mvs", mvs_lambda=-0.1), "mvs_lambda"),
     (dict(sampler="mvs", mvs_lambda=float("inf")), "mvs_lambda"),
-    (dict(sampler="goss", subsample=0.5),
-     'subsample is only used by sampler in \\(sgb, mvs, mvs_adaptive\\), got sampler="goss"'),
-    (dict(sampler=None, top_rate=0.1), "top_rate is only used by sampler in \\(goss\\), got sampler=None"),
-    (dict(sampler="mvs_adaptive", mvs_lambda=0.1), "mvs_lambda"),
-    (dict(sampler="sgb", other_rate=0.1), "other_rate"),
-    (dict(sampler="mvs", goss_style="lightgbm"), "goss_style"),
-    (dict(sampler=None, goss_style="lightgbm"), "goss_style"),
+    (dict(sampler=None, subsample=1.5), "subsample"),        # checked even where not read
+    (dict(sampler="sgb", mvs_lambda=-1.0), "mvs_lambda"),
+    (dict(sampler=None, goss_style="catboost"), "goss_style"),
     (dict(sampler="goss", goss_style="catboost"), "goss_style"),
     (dict(sampler="goss", goss_style="lightgbm", learning_rate=0.0), "learning_rate"),
 ])
 def test_from_params_refuses_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
         from_params(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(sampler="goss", subsample=0.3),
+     'subsample ignored with sampler="goss" \\(read subsample by sampler in \\(sgb, mvs, mvs_adaptive\\)\\)'),
+    (dict(sampler=None, top_rate=0.1), "top_rate ignored with sampler=None"),
+    (dict(sampler="mvs_adaptive", mvs_lambda=0.3), 'mvs_lambda ignored with sampler="mvs_adaptive"'),
+    (dict(sampler="sgb", other_rate=0.3, top_rate=0.1), "top_rate, other_rate ignored"),
+    (dict(sampler="mvs", goss_style="lightgbm"), 'goss_style ignored with sampler="mvs"'),
+])
+def test_from_params_warns_and_ignores_unused_arguments(kwargs, message):
+    with pytest.warns(UserWarning, match=message):
+        got = from_params(**kwargs)
+    plain = from_params(kwargs["sampler"])       # the same sampler as without the unused arguments
+    assert got == plain
