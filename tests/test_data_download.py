@@ -200,3 +200,85 @@ def test_hash_cache_follows_file_changes(tmp_path):
     assert "a" in json.loads((folder / ".sha256-cache.json").read_text())
     (folder / "a").write_bytes(b"two!")
     assert file_status(m, "a", tmp_path)[0] == "mismatch"
+
+
+def test_file_placed_by_hand_is_locked_at_first_use(tmp_path):
+    """No published checksum and not downloaded by us: its sha256 is recorded the first time the
+    dataset is fetched or verified, and a later change is a mismatch."""
+    m = _manifest({"a.csv": {"sha256": None}},
+                  [{"type": "files", "urls": {"a.csv": "http://127.0.0.1:9/a.csv"}}])
+    folder = raw_dir(m, tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "a.csv").write_bytes(b"a,b\n1,2\n")
+    assert file_status(m, "a.csv", tmp_path)[0] == "unlocked"
+    assert fetch_dataset(m, tmp_path, policy=FAST, progress=False) == {"a.csv": "locked"}
+    assert read_lock(folder) == {"a.csv": hashlib.sha256(b"a,b\n1,2\n").hexdigest()}
+    (folder / "a.csv").write_bytes(b"a,b\n1,3\n")
+    assert file_status(m, "a.csv", tmp_path)[0] == "mismatch"
+
+
+def test_download_again_must_match_the_lock(server, tmp_path):
+    """A file deleted and downloaded again is checked against its lock entry (upstream changed)."""
+    server.files["/bucket/a.csv"] = b"a,b\n1,2\n"
+    m = _manifest({"a.csv": {"sha256": None}},
+                  [{"type": "files", "urls": {"a.csv": "https://unreachable.invalid/bucket/a.csv"}}])
+    fetch_dataset(m, tmp_path, mirror=server.base, policy=FAST, progress=False)
+    folder = raw_dir(m, tmp_path)
+    (folder / "a.csv").unlink()
+    server.files["/bucket/a.csv"] = b"a,b\n9,9\n"
+    with pytest.raises(DownloadError, match="sha256"):
+        fetch_dataset(m, tmp_path, mirror=server.base, policy=FAST, progress=False)
+    assert not (folder / "a.csv").exists()
+    assert read_lock(folder) == {"a.csv": hashlib.sha256(b"a,b\n1,2\n").hexdigest()}
+
+
+def test_known_size_is_checked(tmp_path):
+    m = _manifest({"a": {"sha256": None, "size": 3}}, [{"type": "files", "urls": {"a": "http://127.0.0.1:9/a"}}])
+    folder = raw_dir(m, tmp_path)
+    folder.mkdir(parents=True)
+    (folder / "a").write_bytes(b"four")
+    assert file_status(m, "a", tmp_path)[0] == "mismatch"
+    with pytest.raises(ValueError, match="files.a.size must be a byte count"):
+        _manifest({"a": {"sha256": None, "size": "3"}}, [{"type": "files", "urls": {"a": "http://x/a"}}])
+
+
+def test_fresh_status_rehashes_a_file_changed_in_place(tmp_path):
+    """The hash cache trusts size and mtime; verify (fresh=True) re-reads the file."""
+    import os
+
+    m = _manifest({"a": {"sha256": hashlib.sha256(b"one").hexdigest()}},
+                  [{"type": "files", "urls": {"a": "http://127.0.0.1:9/a"}}])
+    folder = raw_dir(m, tmp_path)
+    folder.mkdir(parents=True)
+    path = folder / "a"
+    path.write_bytes(b"one")
+    assert file_status(m, "a", tmp_path)[0] == "verified"
+    st = path.stat()
+    path.write_bytes(b"two")                                       # same size ...
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))            # ... and the old mtime
+    assert file_status(m, "a", tmp_path)[0] == "verified"          # the cache cannot tell
+    assert file_status(m, "a", tmp_path, fresh=True)[0] == "mismatch"
+
+
+def test_stalled_server_times_out_and_is_retried(tmp_path):
+    """A server that accepts the connection and never answers: each attempt ends at the timeout."""
+    import time
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/slow.bin"
+        start = time.perf_counter()
+        with pytest.raises(DownloadError, match="gave up after 2 attempts") as err:
+            fetch(url, tmp_path / "slow.bin", policy=RetryPolicy(retries=1, backoff=0.01, timeout=0.5),
+                  progress=False)
+        assert time.perf_counter() - start < 5
+    assert "timed out" in str(err.value).lower()
+    assert not (tmp_path / "slow.bin").exists()
+
+
+def test_progress_bar_reports_the_bytes(server, tmp_path, capsys):
+    assert fetch(server.url("/data/blob.bin"), tmp_path / "blob.bin", sha256=DIGEST, policy=FAST,
+                 progress=True) == DIGEST
+    err = capsys.readouterr().err                                  # tqdm writes to stderr
+    assert "blob.bin" in err and "293k" in err.replace("K", "k")   # 300 000 bytes, binary units

@@ -170,6 +170,24 @@ def test_crash_mid_write_leaves_no_prepared_file(gisette, server, monkeypatch):
     assert _load(root, server).X_test.shape == (10, 7)
 
 
+def test_orphan_of_a_killed_writer_is_removed_at_the_next_prepare(gisette, server):
+    root, _ = gisette
+    folder = root / "gisette" / "prepared"
+    folder.mkdir(parents=True)
+    (folder / ".tmp-abc123.npz").write_bytes(b"PK half an archive of a process killed with -9")
+    path = Path(_load(root, server).source)
+    assert sorted(p.name for p in folder.iterdir()) == [path.name]
+
+
+def test_data_root_and_mirror_from_the_environment(gisette, server, monkeypatch):
+    root, _ = gisette
+    monkeypatch.setenv("GBFS_DATA_DIR", str(root))
+    monkeypatch.setenv("GBFS_DATA_MIRROR", server.base)
+    ds = load_dataset("gisette", progress=False)                # neither root nor mirror given
+    assert ds.X_test.shape == (10, 7) and ds.source.startswith(str(root))
+    assert server.requests and server.requests[0][0] == "/static/public/170/gisette.zip"
+
+
 def test_missing_files_offline(gisette, server, tmp_path):
     root, _ = gisette
     with pytest.raises(DownloadError, match=r"gisette_train.data is missing; run `python -m gbfs.data"):
@@ -225,6 +243,27 @@ def test_flight_lock_file_end_to_end(server, tmp_path):
         _load(root, server, "flight", download=False)
 
 
+def test_flight_placed_by_hand_is_locked_at_first_load(tmp_path):
+    """Files put where the offline error says: the first load records their sha256 and later loads
+    are verified against it, exactly as after a download."""
+    root = tmp_path / "root"
+    raw = root / "flight" / "raw"
+    raw.mkdir(parents=True)
+    write_flight_csv(raw / "train-0.1m.csv", FLIGHT_TRAIN * 5)
+    write_flight_csv(raw / "test.csv", FLIGHT_TEST * 5)
+    m = _committed("flight")
+    m["splits"] = {"train": {"file": "train-0.1m.csv", "n_rows": 20},
+                   "test": {"file": "test.csv", "n_rows": 15}}
+    (root / "flight.json").write_text(json.dumps(m))
+    ds = load_dataset("flight", root=root, download=False, progress=False)
+    assert ds.checksum == "not verified against a published checksum (sha256 recorded locally at first use)"
+    lock = json.loads((raw / "checksums.lock.json").read_text())
+    assert lock == {f: _sha((raw / f).read_bytes()) for f in ("train-0.1m.csv", "test.csv")}
+    (raw / "test.csv").write_bytes((raw / "test.csv").read_bytes().replace(b'"N"', b'"Y"', 1))
+    with pytest.raises(ChecksumError, match="does not match the local lock"):
+        load_dataset("flight", root=root, download=False, progress=False)
+
+
 def test_scale_subsamples_real_data(gisette, server):
     root, _ = gisette
     ds = _load(root, server, scale=0.5)
@@ -241,7 +280,8 @@ def test_bad_arguments(gisette, server):
         _load(root, server, seed=-1)
     with pytest.raises(ValueError, match="scale must be in \\(0, 1\\] for the real dataset"):
         _load(root, server, scale=2.0)
-    with pytest.raises(ManifestError, match="known datasets: .*epsilon.*flight.*gisette"):
+    with pytest.raises(ManifestError, match="known datasets: .*epsilon.*flight.*gisette.*; bundled with "
+                                            "scikit-learn: breast_cancer, digits; synthetic: .*gisette_like"):
         load_dataset("mnist", root=root)
     with pytest.raises(TypeError, match="n_features"):
         _load(root, server, n_features=3)
@@ -278,6 +318,31 @@ def test_cli_download_verify_info_prepare(gisette, server, capsys):
                 "--no-progress"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: could not download dataset 'gisette'") and "place it by hand" in err
+
+
+@pytest.mark.parametrize("name, shape, positives", [("breast_cancer", 30, 212), ("digits", 64, 896)])
+def test_bundled_real_datasets(name, shape, positives):
+    ds = load_dataset(name, seed=3)
+    n = len(ds.y_train) + len(ds.y_val) + len(ds.y_test)
+    assert ds.X_train.dtype == np.float32 and ds.X_train.shape[1] == len(ds.feature_names) == shape
+    assert int(ds.y_train.sum() + ds.y_val.sum() + ds.y_test.sum()) == positives and ds.relevant is None
+    assert len(ds.y_test) == round(0.25 * n) or len(ds.y_test) == int(np.ceil(0.25 * n))
+    assert ds.checksum == "bundled with scikit-learn"
+    again = load_dataset(name, seed=3)
+    np.testing.assert_array_equal(again.X_test, ds.X_test)
+    assert not np.array_equal(load_dataset(name, seed=4).y_test, ds.y_test)
+    assert len(load_dataset(name, scale=0.5).y_test) == pytest.approx(len(ds.y_test) / 2, abs=1)
+
+
+def test_cli_on_datasets_without_a_manifest(capsys):
+    assert cli(["info", "digits"]) == 0
+    out = capsys.readouterr().out
+    assert "digits: bundled with scikit-learn" in out and "test: X (450, 64) float32" in out
+    for command in ("download", "verify", "prepare"):
+        assert cli([command, "gisette_like"]) == 0
+        assert "synthetic stand-in, generated on load; nothing to " + command in capsys.readouterr().out
+    assert cli(["info", "mnist"]) == 1
+    assert "bundled with scikit-learn: breast_cancer, digits" in capsys.readouterr().err
 
 
 def test_cli_runs_as_a_module():

@@ -7,9 +7,11 @@
 
 Real datasets (a manifest in ``datasets/``): ``gisette``, ``epsilon``, ``flight``.
 Synthetic stand-ins (no download): ``gisette_like``, ``epsilon_like``, ``flight_like``,
-``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic`).  The validation split is
-``val_fraction`` (20 %) of train, stratified by label (and task), drawn with ``seed``; the
-test split is used as published.  The command line is ``python -m gbfs.data``.
+``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic`).  Real data bundled with
+scikit-learn (no download): ``breast_cancer``, ``digits`` (see :mod:`gbfs.data.bundled`).  The
+validation split is ``val_fraction`` (20 %) of train, stratified by label (and task), drawn with
+``seed``; the test split is used as published (bundled data: a seeded 25 % of the rows).  The
+command line is ``python -m gbfs.data``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from .bundled import LOADERS as BUNDLED
+from .bundled import bundled as _bundled
 from .download import ChecksumError, DownloadError, RetryPolicy, file_status
 from .formats import FormatError
 from .manifest import ENV_DATA_DIR, ENV_MIRROR, Manifest, ManifestError, available_manifests, read_manifest
@@ -27,8 +31,9 @@ from .prepare import prepare as _prepare
 from .prepare import read_prepared
 from .synthetic import GENERATORS
 
-__all__ = ["Dataset", "load", "load_dataset", "list_datasets", "split_train_val", "ChecksumError",
-           "DownloadError", "FormatError", "ManifestError", "RetryPolicy", "ENV_DATA_DIR", "ENV_MIRROR"]
+__all__ = ["Dataset", "load", "load_dataset", "list_datasets", "read_dataset_manifest", "split_train_val",
+           "BUNDLED", "ChecksumError", "DownloadError", "FormatError", "ManifestError", "RetryPolicy",
+           "ENV_DATA_DIR", "ENV_MIRROR"]
 
 SPLITS = ("train", "val", "test")
 
@@ -65,8 +70,9 @@ class Dataset:
 
 
 def list_datasets(root=None) -> dict[str, list[str]]:
-    """``{"real": [...], "synthetic": [...]}``: the names :func:`load_dataset` accepts."""
-    return {"real": available_manifests(root), "synthetic": sorted(GENERATORS)}
+    """``{"real": [...], "bundled": [...], "synthetic": [...]}``: the names :func:`load_dataset`
+    accepts (real: a manifest to download; bundled: shipped with scikit-learn)."""
+    return {"real": available_manifests(root), "bundled": sorted(BUNDLED), "synthetic": sorted(GENERATORS)}
 
 
 def load(name: str, split: str = "train", **kwargs) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -89,8 +95,9 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     Parameters
     ----------
     name : str
-        A real dataset with a manifest (``gisette``, ``epsilon``, ``flight``) or a synthetic
-        stand-in (``gisette_like``, ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``).
+        A real dataset with a manifest (``gisette``, ``epsilon``, ``flight``), one bundled with
+        scikit-learn (``breast_cancer``, ``digits``) or a synthetic stand-in (``gisette_like``,
+        ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``).
     root : path, optional
         Data root (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``).
     val_fraction : float in (0, 1)
@@ -116,25 +123,43 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     if scale > 1:
         raise ValueError(f"scale must be in (0, 1] for the real dataset {name!r} (a share of its rows), "
                          f"got {scale}")
-    manifest = read_manifest(name, root)
-    path = _prepare(manifest, root, download=download, mirror=mirror or os.environ.get(ENV_MIRROR),
-                   progress=progress)
-    arrays = read_prepared(path)
-    X_tr, y_tr, X_te, y_te = arrays["X_train"], arrays["y_train"], arrays["X_test"], arrays["y_test"]
+    if name in BUNDLED:
+        X_tr, y_tr, X_te, y_te, names = _bundled(name, seed)
+        checksum, source = "bundled with scikit-learn", "sklearn.datasets"
+    else:
+        manifest = read_dataset_manifest(name, root)
+        path = _prepare(manifest, root, download=download, mirror=mirror or os.environ.get(ENV_MIRROR),
+                        progress=progress)
+        arrays = read_prepared(path)
+        X_tr, y_tr, X_te, y_te = arrays["X_train"], arrays["y_train"], arrays["X_test"], arrays["y_test"]
+        names = arrays["feature_names"].tolist()
+        checksum, source = checksum_summary(manifest, root), str(path)
     if scale < 1.0:
         X_tr, y_tr = _subsample(X_tr, y_tr, scale, seed)
         X_te, y_te = _subsample(X_te, y_te, scale, seed + 1)
     tr, va = split_train_val(y_tr, val_fraction, seed)
     return Dataset(name=name, X_train=X_tr[tr], y_train=y_tr[tr], X_val=X_tr[va], y_val=y_tr[va],
-                   X_test=X_te, y_test=y_te, feature_names=arrays["feature_names"].tolist(), task="binary",
-                   checksum=checksum_summary(manifest, root), source=str(path))
+                   X_test=X_te, y_test=y_te, feature_names=names, task="binary", checksum=checksum,
+                   source=source)
+
+
+def read_dataset_manifest(name: str, root=None) -> Manifest:
+    """The manifest of a real dataset; an unknown name's error lists every name load_dataset takes."""
+    try:
+        return read_manifest(name, root)
+    except ManifestError as err:
+        if "no manifest" not in str(err):
+            raise
+        known = list_datasets(root)
+        raise ManifestError(f"{err}; bundled with scikit-learn: {', '.join(known['bundled'])}; "
+                            f"synthetic: {', '.join(known['synthetic'])}") from None
 
 
 def checksum_summary(manifest: Manifest, root=None) -> str:
     statuses = {file_status(manifest, f, root)[0] for f in manifest.files}
     if statuses == {"verified"}:
         return "verified against published sha256"
-    return "not verified against a published checksum (sha256 recorded locally at first download)"
+    return "not verified against a published checksum (sha256 recorded locally at first use)"
 
 
 def split_train_val(y: np.ndarray, val_fraction: float = 0.2, seed: int = 0,

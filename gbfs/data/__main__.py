@@ -11,15 +11,15 @@ import argparse
 import os
 import sys
 
-from . import GENERATORS, load_dataset
+from . import BUNDLED, GENERATORS, load_dataset, read_dataset_manifest
 from .download import ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status
 from .formats import FormatError
-from .manifest import ENV_MIRROR, ManifestError, available_manifests, dataset_lock, raw_dir, read_manifest
+from .manifest import ENV_MIRROR, ManifestError, available_manifests, dataset_lock, raw_dir
 from .prepare import find_prepared, prepare, prepared_shapes
 
 STATUS_TEXT = {
     "verified": "ok, matches the published sha256",
-    "locked": "ok, matches the sha256 recorded at first download (not verified against a published checksum)",
+    "locked": "ok, matches the sha256 recorded at first use (not verified against a published checksum)",
     "unlocked": "present, no checksum published or recorded yet",
     "mismatch": "CHECKSUM MISMATCH",
     "missing": "missing",
@@ -34,13 +34,15 @@ def _size(n: float) -> str:
     return ""
 
 
-def _print_files(manifest, root) -> bool:
+def _print_files(manifest, root, fresh: bool = False) -> bool:
     ok = True
     for fname in manifest.files:
         path = raw_dir(manifest, root) / fname
-        status, digest = file_status(manifest, fname, root)
+        status, digest = file_status(manifest, fname, root, fresh)
         ok &= status in ("verified", "locked", "unlocked")
         size = f" ({_size(path.stat().st_size)})" if path.is_file() else ""
+        if manifest.size(fname) is not None:
+            size += f" (expected {manifest.size(fname)} bytes)"
         print(f"  {fname}: {STATUS_TEXT[status]}\n    path: {path}{size}")
         if digest:
             print(f"    sha256: {digest}")
@@ -58,18 +60,36 @@ def _print_prepared(manifest, root) -> None:
         print(f"    {split}: X {shapes[f'X_{split}']}, y {shapes[f'y_{split}']}")
 
 
+def _offline_kind(name: str) -> str | None:
+    """How a dataset without a manifest comes: "synthetic", "bundled" or None (it has one)."""
+    if name in GENERATORS:
+        return "synthetic stand-in, generated on load"
+    return "bundled with scikit-learn" if name in BUNDLED else None
+
+
+def _nothing_to_fetch(args) -> int | None:
+    """download / verify / prepare of a synthetic or bundled dataset: say so and succeed."""
+    kind = _offline_kind(args.name)
+    if kind is None:
+        return None
+    print(f"{args.name}: {kind}; nothing to {args.command} (see `python -m gbfs.data info {args.name}`)")
+    return 0
+
+
 def cmd_info(args) -> int:
-    if args.name in GENERATORS:
+    if _offline_kind(args.name):
         ds = load_dataset(args.name, scale=args.scale, seed=args.seed)
-        doc = (GENERATORS[args.name].__doc__ or "").strip().splitlines()[0]
-        print(f"{args.name}: synthetic stand-in, generated on load (nothing to download): {doc}")
+        source = GENERATORS.get(args.name) or BUNDLED[args.name]
+        doc = (source.__doc__ or "").strip().splitlines()[0]
+        print(f"{args.name}: {_offline_kind(args.name)} (nothing to download): {doc}")
         for split in ("train", "val", "test"):
             X, y = ds.split(split)
             print(f"  {split}: X {X.shape} {X.dtype}, y {y.shape}")
-        print(f"  truly relevant features: {len(ds.relevant)} ({ds.relevant[:20].tolist()}"
-              f"{' ...' if len(ds.relevant) > 20 else ''})")
+        if ds.relevant is not None:
+            print(f"  truly relevant features: {len(ds.relevant)} ({ds.relevant[:20].tolist()}"
+                  f"{' ...' if len(ds.relevant) > 20 else ''})")
         return 0
-    m = read_manifest(args.name, args.root)
+    m = read_dataset_manifest(args.name, args.root)
     print(f"{m.name} (manifest version {m.version}, {m.path})\n  {m.title}\n  citation: {m.citation}")
     for s in m.sources:
         urls = [s.url] if s.type == "zip" else list(s.urls.values())
@@ -80,7 +100,9 @@ def cmd_info(args) -> int:
 
 
 def cmd_download(args) -> int:
-    m = read_manifest(args.name, args.root)
+    if (done := _nothing_to_fetch(args)) is not None:
+        return done
+    m = read_dataset_manifest(args.name, args.root)
     with dataset_lock(m, args.root):
         fetch_dataset(m, args.root, mirror=args.mirror, progress=not args.no_progress, policy=_policy(args))
     print(f"{m.name}: downloaded to {raw_dir(m, args.root)}")
@@ -88,13 +110,17 @@ def cmd_download(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    m = read_manifest(args.name, args.root)
-    print(f"{m.name}: {raw_dir(m, args.root)}")
-    return 0 if _print_files(m, args.root) else 1
+    if (done := _nothing_to_fetch(args)) is not None:
+        return done
+    m = read_dataset_manifest(args.name, args.root)
+    print(f"{m.name}: {raw_dir(m, args.root)} (every file re-hashed)")
+    return 0 if _print_files(m, args.root, fresh=True) else 1
 
 
 def cmd_prepare(args) -> int:
-    m = read_manifest(args.name, args.root)
+    if (done := _nothing_to_fetch(args)) is not None:
+        return done
+    m = read_dataset_manifest(args.name, args.root)
     prepare(m, args.root, download=True, mirror=args.mirror, progress=not args.no_progress,
             policy=_policy(args))
     print(f"{m.name}:")
@@ -105,6 +131,7 @@ def cmd_prepare(args) -> int:
 
 def cmd_list(args) -> int:
     print("real (downloaded):   " + ", ".join(available_manifests(args.root)))
+    print("bundled (offline):   " + ", ".join(sorted(BUNDLED)))
     print("synthetic (offline): " + ", ".join(sorted(GENERATORS)))
     return 0
 
@@ -133,8 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--timeout", type=float, default=RetryPolicy.timeout, help="seconds per read")
             p.add_argument("--no-progress", action="store_true")
         if name == "info":
-            p.add_argument("--scale", type=float, default=1.0, help="synthetic: row scale")
-            p.add_argument("--seed", type=int, default=0, help="synthetic: seed")
+            p.add_argument("--scale", type=float, default=1.0, help="synthetic / bundled: row scale")
+            p.add_argument("--seed", type=int, default=0, help="synthetic / bundled: seed")
     return parser
 
 

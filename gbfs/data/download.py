@@ -205,13 +205,14 @@ def _range_start(resp) -> int | None:
 
 # ----------------------------------------------------------------------------- checksums on disk
 
-def cached_sha256(path: Path) -> str:
-    """sha256 of ``path``, reusing a stored value while the file's size and mtime are unchanged."""
+def cached_sha256(path: Path, fresh: bool = False) -> str:
+    """sha256 of ``path``, reusing a stored value while the file's size and mtime are unchanged
+    (``fresh=True`` always re-reads the file, as ``python -m gbfs.data verify`` does)."""
     cache_file = path.parent / HASH_CACHE
     cache = _read_json(cache_file)
     st = path.stat()
     entry = cache.get(path.name)
-    if entry and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
+    if not fresh and entry and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
         return entry["sha256"]
     digest = sha256_file(path)
     cache[path.name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
@@ -224,7 +225,8 @@ def read_lock(folder: Path) -> dict[str, str]:
 
 
 def record_lock(folder: Path, filename: str, digest: str) -> None:
-    """Record the sha256 of a first download that has no published checksum."""
+    """Record the sha256 of a file without a published checksum at its first use (downloaded or
+    placed by hand); later loads are verified against it."""
     lock = read_lock(folder)
     lock[filename] = digest
     _write_json_atomic(folder / LOCK_FILE, lock)
@@ -251,20 +253,33 @@ def _write_json_atomic(path: Path, data: dict) -> None:
 
 # ----------------------------------------------------------------------------- whole datasets
 
-def file_status(manifest: Manifest, filename: str, root=None) -> tuple[str, str | None]:
+def file_status(manifest: Manifest, filename: str, root=None, fresh: bool = False) -> tuple[str, str | None]:
     """(status, sha256) of one raw file: ``"missing"``, ``"verified"`` (published sha256),
     ``"locked"`` (matches the local lock; no published checksum), ``"unlocked"`` (present, no
-    checksum anywhere yet) or ``"mismatch"``."""
+    checksum anywhere yet) or ``"mismatch"``.  ``fresh`` re-hashes instead of trusting the hash
+    cache."""
     path = raw_dir(manifest, root) / filename
     if not path.is_file():
         return "missing", None
-    digest = cached_sha256(path)
+    if manifest.size(filename) is not None and path.stat().st_size != manifest.size(filename):
+        return "mismatch", None
+    digest = cached_sha256(path, fresh)
     expected = manifest.sha256(filename) or read_lock(path.parent).get(filename)
     if expected is None:
         return "unlocked", digest
     if digest != expected:
         return "mismatch", digest
     return ("verified" if manifest.sha256(filename) else "locked"), digest
+
+
+def lock_unlocked(manifest: Manifest, root=None) -> None:
+    """Record the sha256 of every present raw file that has neither a published checksum nor a
+    lock entry yet (a file placed by hand): from now on it is verified like a download."""
+    folder = raw_dir(manifest, root)
+    for fname in manifest.files:
+        status, digest = file_status(manifest, fname, root)
+        if status == "unlocked":
+            record_lock(folder, fname, digest)
 
 
 def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
@@ -274,10 +289,12 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
 
     A present file with a wrong checksum is an error (it is never overwritten silently:
     delete it to download again).  Files without a published checksum get their sha256
-    recorded in ``raw/checksums.lock.json`` at their first download.
+    recorded in ``raw/checksums.lock.json`` at their first download or first use; a file
+    downloaded again must match its lock entry (delete the entry to accept new upstream content).
     """
     folder = raw_dir(manifest, root)
     folder.mkdir(parents=True, exist_ok=True)
+    lock_unlocked(manifest, root)
     status = {f: file_status(manifest, f, root)[0] for f in manifest.files}
     bad = [f for f, s in status.items() if s == "mismatch"]
     if bad:
@@ -294,8 +311,8 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
             for fname in [f for f in missing if f in source.urls]:
                 url = mirror_url(source.urls[fname], mirror)
                 try:
-                    digest = fetch(url, folder / fname, sha256=manifest.sha256(fname), policy=policy,
-                                   progress=progress, sleep=sleep)
+                    digest = fetch(url, folder / fname, sha256=_expected_sha256(manifest, folder, fname),
+                                   policy=policy, progress=progress, sleep=sleep)
                 except DownloadError as exc:
                     failures[fname].append(str(exc))
                     continue
@@ -304,6 +321,11 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
     if missing:
         raise DownloadError(_failure_message(manifest, folder, missing, failures))
     return {f: file_status(manifest, f, root)[0] for f in manifest.files}
+
+
+def _expected_sha256(manifest: Manifest, folder: Path, fname: str) -> str | None:
+    """The published sha256, else the one locked at the first download, else None."""
+    return manifest.sha256(fname) or read_lock(folder).get(fname)
 
 
 def _after_download(manifest: Manifest, folder: Path, fname: str, digest: str) -> None:
@@ -321,6 +343,7 @@ def _fetch_from_zip(manifest, source, missing, folder, mirror, policy, progress,
     except DownloadError as exc:
         for fname in missing:
             failures[fname].append(str(exc))
+        _remove_if_empty(archive.parent)
         return
     try:
         with zipfile.ZipFile(archive) as zf:
@@ -330,7 +353,8 @@ def _fetch_from_zip(manifest, source, missing, folder, mirror, policy, progress,
                     failures[fname].append(f"{url}: the archive has no member {fname}")
                     continue
                 try:
-                    digest = _extract_verified(zf, member, folder / fname, manifest.sha256(fname))
+                    digest = _extract_verified(zf, member, folder / fname,
+                                               _expected_sha256(manifest, folder, fname))
                 except ChecksumError as exc:
                     failures[fname].append(f"{url}: {exc}")
                     continue
@@ -340,6 +364,14 @@ def _fetch_from_zip(manifest, source, missing, folder, mirror, policy, progress,
             failures[fname].append(f"{url}: not a valid zip archive ({exc})")
     finally:
         archive.unlink(missing_ok=True)
+        _remove_if_empty(archive.parent)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:                       # not empty (a resumable .part) or already gone
+        pass
 
 
 def _find_member(zf: zipfile.ZipFile, wanted: str) -> str | None:

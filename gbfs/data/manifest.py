@@ -88,6 +88,10 @@ class Manifest:
     def sha256(self, filename: str) -> str | None:
         return self.files[filename].get("sha256")
 
+    def size(self, filename: str) -> int | None:
+        """Size in bytes where the manifest knows it (a file of another size is a mismatch)."""
+        return self.files[filename].get("size")
+
     @property
     def has_published_checksums(self) -> bool:
         return all(self.sha256(f) for f in self.files)
@@ -169,6 +173,9 @@ def parse_manifest(raw: dict, path: Path | None = None) -> Manifest:
         digest = meta.get("sha256") if isinstance(meta, dict) else "?"
         if digest is not None and not _SHA256.match(str(digest)):
             raise ManifestError(f"{where}: files.{fname}.sha256 must be 64 lowercase hex digits or null")
+        size = meta.get("size")
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+            raise ManifestError(f"{where}: files.{fname}.size must be a byte count or null, got {size!r}")
     sources = tuple(_parse_source(s, files, where) for s in need("sources", list))
     if not sources:
         raise ManifestError(f"{where}: 'sources' is empty")

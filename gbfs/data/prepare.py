@@ -21,7 +21,15 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy_format
 
-from .download import DEFAULT_POLICY, ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status
+from .download import (
+    DEFAULT_POLICY,
+    ChecksumError,
+    DownloadError,
+    RetryPolicy,
+    fetch_dataset,
+    file_status,
+    lock_unlocked,
+)
 from .formats import FormatError, encode_flight, read_flight_csv, read_gisette, read_libsvm_bz2
 from .manifest import Manifest, ManifestError, dataset_lock, prepared_dir, raw_dir
 
@@ -67,7 +75,9 @@ def cache_key(manifest: Manifest, raw_hashes: dict[str, str]) -> str:
 
 
 def verify_raw(manifest: Manifest, root=None) -> dict[str, str]:
-    """sha256 of every raw file after checking it (published checksum or local lock)."""
+    """sha256 of every raw file after checking it (published checksum or local lock; a file
+    without either is locked now, at its first use)."""
+    lock_unlocked(manifest, root)
     hashes = {}
     for fname in manifest.files:
         status, digest = file_status(manifest, fname, root)
@@ -102,6 +112,8 @@ def _prepare_locked(manifest, root, download, mirror, progress, policy) -> Path:
         return target
     arrays = PREPARERS[manifest.format](manifest, raw_dir(manifest, root), progress)
     _check_shapes(manifest, arrays)
+    for orphan in folder.glob(".tmp-*.npz"):      # left by a killed writer (we hold the dataset lock)
+        orphan.unlink(missing_ok=True)
     write_npz_atomic(target, arrays)
     for stale in folder.glob(f"{manifest.name}-v*.npz"):
         if stale != target:
