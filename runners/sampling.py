@@ -2,11 +2,16 @@
 
     python -m runners.sampling --quick                    # a tiny run (about a minute)
     python -m runners.sampling                            # epsilon_like at scale 0.1, every rate
-    python -m runners.sampling --dataset epsilon --scale 0.1 --tracking-uri sqlite:///mlflow.db
+    python -m runners.sampling --dataset epsilon --scale 0.1 --out results/sampling/epsilon
+
+Results go to ``--out`` (``results/sampling``; ``--quick``: ``results/bench/sampling-quick``) as
+CSV, Markdown and PNG, and to one MLflow run in ``--tracking-uri`` (``sqlite:///mlflow.db``, the
+harness's store; ``--no-mlflow`` skips it).  The last lines printed are the verdict on the issue's
+target: at every rate <= 0.1, is MVS's relative error below SGB's and GOSS's?
 
 For every strategy -- ours: SGB, GOSS, MVS, MVS Adaptive (``GBFSClassifier(sampler=...)``); LightGBM's
 bagging and GOSS as peers -- and every sample rate below 1, the sampling parameters are tuned on the
-validation split with a small grid (GOSS: ``top_rate`` = 0.25, 0.5 or 0.75 of the rate and
+validation split with a small grid (GOSS: ``top_rate`` = 0.1, 0.25, 0.5 or 0.75 of the rate and
 ``other_rate`` the rest; MVS: lambda in 0.01, 0.1, 1, 10; SGB and MVS Adaptive have none), picking the
 best validation AUC of a fit with the first seed.  The chosen setting is then fitted with every seed
 on train and scored on test.  As in the paper, error = 1 - test AUC, the relative error change is
@@ -56,7 +61,7 @@ LABELS = {"sgb": "SGB", "goss": "GOSS", "mvs": "MVS", "mvs_adaptive": "MVS Adapt
           "lgb_bagging": "LightGBM bagging", "lgb_goss": "LightGBM GOSS", "none": "baseline (gbfs)",
           "lgb_none": "baseline (LightGBM)"}
 DEFAULT_RATES = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
-TOP_SHARES = (0.25, 0.5, 0.75)            # GOSS: top_rate as a share of the sample rate
+TOP_SHARES = (0.1, 0.25, 0.5, 0.75)       # GOSS: top_rate as a share of the sample rate
 MVS_LAMBDAS = (0.01, 0.1, 1.0, 10.0)      # the paper finds ~0.1 best (Section 5)
 CSV_COLUMNS = ("strategy", "library", "rate", "params", "tuned_val_auc", "grid_val_auc", "n_seeds",
                "test_auc_mean", "test_auc_sd", "error_mean", "error_sd", "rel_error", "rel_error_sd",
@@ -259,6 +264,38 @@ def _pivot(df: pd.DataFrame, fmt) -> list[str]:
     return lines
 
 
+#: the comparison target: at these rates MVS's error should be below SGB's and GOSS's (MVS paper)
+TARGET_RATES = 0.1
+
+
+def mvs_verdict(df: pd.DataFrame, max_rate: float = TARGET_RATES) -> tuple[bool | None, list[str]]:
+    """Is MVS's mean relative error below SGB's and GOSS's at every rate <= ``max_rate``?
+
+    Returns ``(met, lines)``: ``met`` is None when the table has no such rate or lacks one of the
+    three strategies; ``lines`` give each rate's numbers and the gap in standard errors (the sd of
+    the difference of two means over the seeds).
+    """
+    need = {"mvs", "sgb", "goss"}
+    rates = sorted(r for r in set(df.rate) if r <= max_rate + 1e-12)
+    if not rates or not need <= set(df.strategy):
+        return None, [f"MVS target: not checked (needs sgb, goss and mvs at a rate <= {max_rate:g})"]
+    met, lines = True, []
+    for rate in rates:
+        cell = df[df.rate == rate].set_index("strategy")
+        mvs = cell.loc["mvs"]
+        parts = []
+        for other in ("sgb", "goss"):
+            o = cell.loc[other]
+            se = float(np.hypot(mvs.rel_error_sd, o.rel_error_sd) / np.sqrt(mvs.n_seeds))
+            gap = (o.rel_error - mvs.rel_error) / se if se > 0 else float("inf")
+            met &= bool(mvs.rel_error < o.rel_error)
+            parts.append(f"{LABELS[other]} {100 * o.rel_error:+.1f}% ({gap:+.1f} se)")
+        lines.append(f"  rate {rate:g}: MVS {100 * mvs.rel_error:+.1f}% vs " + ", ".join(parts))
+    head = (f"MVS target (relative error below SGB's and GOSS's at every rate <= {max_rate:g}): "
+            + ("MET" if met else "NOT MET"))
+    return met, [head, *lines]
+
+
 def markdown(df: pd.DataFrame, meta: dict) -> str:
     """``sampling.md``: the tables shaped like the paper's Table 3 (error) and Table 4 (time)."""
     base = df[df.strategy.isin(BASELINE.values())]
@@ -277,8 +314,10 @@ def markdown(df: pd.DataFrame, meta: dict) -> str:
     out += ["", "## Sampling parameters chosen on the validation split", ""]
     out += _pivot(df, lambda r: ", ".join(f"{k}={v:g}" for k, v in json.loads(r.params).items()
                                                     if isinstance(v, float)))
+    out += ["", "## Target", "", *mvs_verdict(df)[1]]
     out += ["", "At rate 1 every sampler keeps every row with weight 1: that column is the baseline. "
-            "Errors are 1 - AUC as in the paper; the sd of the relative error is sd(error) / baseline error."]
+            "Errors are 1 - AUC as in the paper; the sd of the relative error is sd(error) / baseline error; "
+            "a gap in se is the difference of the mean relative errors over its standard error."]
     return "\n".join(out) + "\n"
 
 
@@ -390,14 +429,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--goss-style", default=b.goss_style, choices=["paper", "lightgbm"])
     ap.add_argument("--threads", type=int, default=b.threads)
     ap.add_argument("--quick", action="store_true", help=f"a tiny run: {QUICK}")
-    ap.add_argument("--out", type=Path, default=Path("results/sampling"))
-    ap.add_argument("--tracking-uri", default=None, help="also log one MLflow run there")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="folder of the CSV / Markdown / PNG (default results/sampling; --quick: "
+                         "results/bench/sampling-quick, so a quick run never overwrites the results)")
+    ap.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow store of the run")
+    ap.add_argument("--no-mlflow", action="store_true", help="do not log to MLflow")
     ap.add_argument("--experiment", default="gbfs-sampling", help="MLflow experiment")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
             setattr(args, key, value)
+    if args.out is None:
+        args.out = Path("results/bench/sampling-quick" if args.quick else "results/sampling")
     if args.no_lightgbm:
         args.strategies = [s for s in args.strategies if s in OURS]
     return args
@@ -421,10 +465,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "settings": asdict(booster), "seconds": time.perf_counter() - t0}
     paths = write(df, args.out, meta)
     print(markdown(df, meta))
-    if args.tracking_uri:
+    if not args.no_mlflow:
         run_id = log_mlflow(df, paths, meta, args.tracking_uri, args.experiment)
         print(f"MLflow run {run_id} in {args.tracking_uri} (experiment {args.experiment})")
     print("wrote " + ", ".join(str(p) for p in paths))
+    print("\n".join(mvs_verdict(df)[1]))
     return 0
 
 

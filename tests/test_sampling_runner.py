@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import mlflow
 import numpy as np
@@ -15,6 +16,7 @@ from omegaconf import OmegaConf
 from runners import bench, experiment, sampling
 
 SAMPLERS = group_options("sampler")
+COMMITTED = Path(__file__).resolve().parents[1] / "results" / "sampling" / "sampling.csv"
 METHODS = group_options("method")
 LGB_EXPECTED = {"sgb": {"bagging_fraction": 0.2, "bagging_freq": 1},
                 "goss": {"data_sample_strategy": "goss", "top_rate": 0.1, "other_rate": 0.1}}
@@ -129,7 +131,7 @@ TINY_RUN = ["--dataset", "epsilon_like", "--scale", "0.01", "--feature-scale", "
 
 def test_grid_splits_the_rate_as_specified():
     goss = sampling.grid("goss", 0.1)
-    assert [g["top_rate"] for g in goss] == [0.025, 0.05, 0.075]
+    assert [g["top_rate"] for g in goss] == pytest.approx([0.01, 0.025, 0.05, 0.075])
     assert all(abs(g["top_rate"] + g["other_rate"] - 0.1) < 1e-12 for g in goss)
     assert [g["mvs_lambda"] for g in sampling.grid("mvs", 0.1)] == [0.01, 0.1, 1.0, 10.0]
     assert sampling.grid("sgb", 0.1) == [{"sampler": "sgb", "subsample": 0.1}]
@@ -145,6 +147,8 @@ def tiny_run(tmp_path_factory):
     previous = mlflow.get_tracking_uri()
     try:
         assert sampling.main([*TINY_RUN, "--out", str(out), "--tracking-uri", uri]) == 0
+        assert sampling.main([*TINY_RUN, "--out", str(out / "no-mlflow"), "--no-mlflow",
+                              "--tracking-uri", uri]) == 0
     finally:
         while mlflow.active_run() is not None:
             mlflow.end_run()
@@ -167,6 +171,7 @@ def test_tiny_run_writes_the_tables(tiny_run):
     assert len(json.loads(ours.loc["mvs", "grid_val_auc"])) == 4             # lambda was tuned
     assert json.loads(ours.loc["goss", "params"])["goss_style"] == "paper"
     md = (out / "sampling.md").read_text()
+    assert "## Target\n\nMVS target: not checked (needs sgb, goss and mvs at a rate <= 0.1)" in md
     assert "Relative error change" in md and "Relative learning time change" in md
     assert "| strategy | 0.2 | 1 |" in md and "| MVS Adaptive |" in md and "| LightGBM GOSS |" in md
     assert (out / "sampling.png").read_bytes()[:4] == b"\x89PNG"
@@ -197,7 +202,8 @@ def test_run_is_seeded(tmp_path):
 def test_bench_sampling_small(tmp_path, capsys):
     out = tmp_path / "sampling.json"
     assert bench.main(["sampling", "--threshold-n", "20000", "--scale", "0.01", "--feature-scale", "0.03",
-                       "--trees", "12", "--threads", "1", "--out", str(out)]) == 0
+                       "--trees", "12", "--threads", "1", "--out", str(out),
+                       "--comparison", str(COMMITTED)]) == 0
     res = json.loads(out.read_text())
     t = res["threshold"]
     assert t["max_rel_diff"] < 1e-9 and abs(t["sum_p_over_target"] - 1) < 1e-9
@@ -207,6 +213,27 @@ def test_bench_sampling_small(tmp_path, capsys):
     assert all(r["per_tree_s"] > 0 and np.isfinite(r["ratio"]) for r in rows.values())
     printed = capsys.readouterr().out
     assert "mvs_threshold on" in printed and "per-tree time at rate 0.2" in printed
+    assert "(target <= 0.2 s: MET)" in printed and "per-tree target (ratio <= 0.4" in printed
+    # the third target is read from the committed comparison
+    assert "MVS target (relative error below SGB's and GOSS's at every rate <= 0.1): " in printed
+    assert f"[from {COMMITTED}]" in printed
+
+
+def _cell(strategy, rate, rel_error, sd=0.01, seeds=5):
+    return {"strategy": strategy, "rate": rate, "rel_error": rel_error, "rel_error_sd": sd, "n_seeds": seeds}
+
+
+def test_mvs_verdict():
+    rows = [_cell("sgb", 0.05, 0.5), _cell("goss", 0.05, 0.6), _cell("mvs", 0.05, 0.4),
+            _cell("sgb", 0.2, 0.1), _cell("goss", 0.2, 0.1), _cell("mvs", 0.2, 0.3)]     # 0.2 is not judged
+    met, lines = sampling.mvs_verdict(pd.DataFrame(rows))
+    assert met is True and lines[0].endswith("MET") and len(lines) == 2
+    assert "rate 0.05: MVS +40.0% vs SGB +50.0% (+15.8 se), GOSS +60.0% (+31.6 se)" in lines[1]
+    rows.append(_cell("mvs", 0.1, 0.5))
+    rows += [_cell("sgb", 0.1, 0.45), _cell("goss", 0.1, 0.6)]
+    met, lines = sampling.mvs_verdict(pd.DataFrame(rows))
+    assert met is False and lines[0].endswith("NOT MET") and len(lines) == 3
+    assert sampling.mvs_verdict(pd.DataFrame(rows[:2]))[0] is None                    # no MVS
 
 
 def test_threshold_references_agree_on_edge_cases():
