@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numba import njit, prange
+from scipy.special import expit
 
 from .callbacks import CallbackEnv, EarlyStopException
 from .grower import GrowthParams, TreeGrower
@@ -83,7 +84,7 @@ class _Evaluator:
         if self.task == "classification":
             rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
             # RMSE of the predicted probabilities: the GT-GBM paper's Table 3 / Figure 2 metric
-            proba = 1.0 / (1.0 + np.exp(-self.raw))
+            proba = expit(self.raw)           # no overflow warning for large negative scores
             rec[f"{self.name}_rmse"] = float(np.sqrt(np.mean((self.y - proba) ** 2)))
         else:
             rec[f"{self.name}_rmse"] = float(np.sqrt(np.mean((self.y - self.raw) ** 2)))

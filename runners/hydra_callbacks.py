@@ -23,6 +23,24 @@ class InitMLflowStore(Callback):
                             config.tracking.get("artifact_location"))
 
 
+class InitOptunaStorage(Callback):
+    """Create the Optuna RDB schema once, before the jobs, when the sweep tunes (``tune=optuna``).
+
+    Parallel ``runners.tune`` jobs on a fresh SQLite storage otherwise race to create it ("table
+    trial_system_attributes already exists", "UNIQUE constraint failed: alembic_version").
+    """
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.get("tune") is not None and config.tune.get("enabled"):
+            from runners.tune import _storage
+
+            _storage(config.tune.storage)
+
+
+#: runs of a tuning study that are not a fitted model of their own (the study and its trials)
+NOT_A_RESULT = {"study", "trial"}
+
+
 class PrintComparison(Callback):
     """At the end of a multirun, print the sweep's runs as a table and how to open the MLflow UI."""
 
@@ -38,6 +56,7 @@ class PrintComparison(Callback):
                                   order_by=["attributes.start_time ASC"], max_results=5000)
         rows = [{"method": r.data.tags.get("method", "?") + ("" if r.info.status == "FINISHED"
                                                               else f" ({r.info.status})"),
-                 "dataset": r.data.tags.get("dataset", "?"), **r.data.metrics} for r in runs]
+                 "dataset": r.data.tags.get("dataset", "?"), **r.data.metrics} for r in runs
+                if r.data.tags.get("role") not in NOT_A_RESULT]    # a tuning sweep: its refits
         print("\n" + format_table(rows))
         print(ui_hint(config.tracking.uri))

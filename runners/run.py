@@ -15,7 +15,7 @@ import hydra
 import mlflow
 from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from runners import experiment, tracking
 
@@ -32,16 +32,35 @@ def run_tags(cfg: DictConfig) -> dict[str, str]:
     return tags
 
 
+def _same_data(params: dict, cfg: DictConfig) -> bool:
+    """Whether a run's logged params describe the same data as ``cfg.dataset``: the same scale (as a
+    number: ``1`` is ``1.0``), validation share and generator arguments (e.g. ``feature_scale``)."""
+    def number(value):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return value
+
+    wanted = tracking.flatten(OmegaConf.to_container(cfg.dataset.get("kwargs") or {}, resolve=True),
+                              "dataset.kwargs.")
+    wanted.update({"dataset.scale": str(cfg.dataset.scale),
+                   "dataset.val_fraction": str(cfg.dataset.val_fraction)})
+    got = {k: v for k, v in params.items() if k.startswith("dataset.kwargs.")}
+    if set(got) != {k for k in wanted if k.startswith("dataset.kwargs.")}:
+        return False
+    return all(number(params.get(k)) == number(v) for k, v in wanted.items())
+
+
 def resolve_topk_k(cfg: DictConfig) -> int:
     """GBDT-topK's K: the largest ``n_selected_features`` among the FINISHED runs of the methods that
-    count for it (gbfs, agbm, gtgbm) on the same dataset and scale in the same MLflow experiment,
-    as the GT-GBM paper does (Section 5.1)."""
+    count for it (gbfs, agbm, gtgbm) on the same data (dataset, scale, validation share, generator
+    arguments) in the same MLflow experiment, as the GT-GBM paper does (Section 5.1)."""
     exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
     query = (f"tags.dataset = '{cfg.dataset.name}' and tags.counts_for_topk = 'true' and "
-             f"attributes.status = 'FINISHED' and params.`dataset.scale` = '{cfg.dataset.scale}'")
+             f"attributes.status = 'FINISHED'")
     runs = MlflowClient().search_runs([exp.experiment_id], filter_string=query, max_results=5000)
     counts = [r.data.metrics["n_selected_features"] for r in runs
-              if "n_selected_features" in r.data.metrics]
+              if "n_selected_features" in r.data.metrics and _same_data(r.data.params, cfg)]
     if not counts:
         raise ValueError(f"gbdt_topk: method.params.k is null and there is no FINISHED gbfs/agbm/gtgbm "
                          f"run on dataset {cfg.dataset.name!r} (scale {cfg.dataset.scale}) in MLflow "

@@ -21,3 +21,16 @@ def compose_cfg(root: Path, overrides: list[str], hydra_cfg: bool = False):
 
 def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
+
+
+def open_optuna_storage(url: str, barrier, results) -> None:
+    """Process target: wait for the others, then open (and if needed create) an Optuna storage as a
+    tuning job does; put "ok" or the error on ``results``."""
+    import optuna
+
+    barrier.wait()
+    try:
+        optuna.storages.RDBStorage(url)
+        results.put("ok")
+    except Exception as exc:          # noqa: BLE001 -- reported to the test, which names it
+        results.put(f"{type(exc).__name__}: {exc}"[:200])

@@ -93,6 +93,9 @@ def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
     # runs that must not count: another scale, a method that does not count, a failed run
     other_scale = [o if o != "dataset.scale=0.05" else "dataset.scale=0.06" for o in TINY]
     run_module.run(compose_cfg(tmp_path, [*other_scale, "method=agbm", "method.params.mu=0"]))
+    wider = [o if not o.startswith("dataset.kwargs.feature_scale") else "dataset.kwargs.feature_scale=0.03"
+             for o in TINY]                                     # another width of the stand-in
+    run_module.run(compose_cfg(tmp_path, [*wider, "method=agbm", "method.params.mu=0"]))
     run_module.run(compose_cfg(tmp_path, [*TINY, "method=lgbm_cegb", "method.params.mu=0"]))
     with pytest.raises(ValueError):
         run_module.run(compose_cfg(tmp_path, [*TINY, "method=gtgbm", "method.params.delta=2"]))
@@ -103,6 +106,27 @@ def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
     assert topk.info.status == "FINISHED" and topk.data.tags["method"] == "gbdt_topk"
     assert topk.data.params["method.params.k"] == str(expected)
     assert metrics["n_selected_features"] <= expected
+    assert topk.data.metrics["ranking_seconds"] <= topk.data.metrics["fit_seconds"]
+    # the scale written as another number of the same value finds the same siblings
+    same = [o if o != "dataset.scale=0.05" else "dataset.scale=0.050" for o in TINY]
+    assert run_module.resolve_topk_k(compose_cfg(tmp_path, [*same, "method=gbdt_topk"])) == expected
+
+
+@pytest.mark.parametrize("method", ["gbdt_full", "lgbm_cegb", "gtgbm"])
+def test_every_method_logs_the_same_names(tmp_path, method):
+    """LightGBM's baselines and GT-GBM log what test_run_logs_params_metrics_curves_artifacts checks."""
+    cfg = compose_cfg(tmp_path, [*TINY, f"method={method}", "n_threads=1"])
+    run_module.run(cfg)
+    client, (r,) = _runs(tmp_path)
+    assert r.info.status == "FINISHED" and METRICS <= set(r.data.metrics)
+    assert {"method": method, "dataset": "gisette_like", "seed": "0"}.items() <= r.data.tags.items()
+    assert "git_commit" in r.data.tags and r.data.params["method.name"] == method
+    n_iter = len(client.get_metric_history(r.info.run_id, "root_variance"))
+    assert n_iter >= 2
+    for key, extra in (("val_auc", 1), ("val_rmse", 1), ("root_variance", 0), ("elapsed_seconds", 0)):
+        assert len(client.get_metric_history(r.info.run_id, key)) == n_iter + extra, key
+    names = {a.path for a in client.list_artifacts(r.info.run_id)}
+    assert {"config.yaml", "selected_features.json", "correlations.png", "model.json"} <= names
 
 
 @pytest.mark.slow
@@ -133,6 +157,52 @@ def test_parallel_joblib_multirun_on_a_fresh_store(tmp_path):
         ("agbm", "0"), ("agbm", "1"), ("gbfs", "0"), ("gbfs", "1")]
     assert len({r.data.tags["sweep_dir"] for r in runs}) == 1
     assert res.stdout.count("| gisette_like |") == 4           # the comparison table at the end
+
+
+def test_optuna_storage_is_created_before_parallel_jobs(tmp_path):
+    """Four processes opening one fresh SQLite storage at the same instant race to create its schema
+    (about half the time without the callback); after InitOptunaStorage they only open it."""
+    import multiprocessing
+
+    from harness_utils import open_optuna_storage
+
+    from runners.hydra_callbacks import InitOptunaStorage
+
+    ctx = multiprocessing.get_context("spawn")
+    for rep in range(3):
+        cfg = compose_cfg(tmp_path / str(rep), ["tune=optuna"])
+        InitOptunaStorage().on_multirun_start(cfg)
+        barrier, results = ctx.Barrier(4), ctx.Queue()
+        procs = [ctx.Process(target=open_optuna_storage, args=(cfg.tune.storage, barrier, results))
+                 for _ in range(4)]
+        for p in procs:
+            p.start()
+        got = [results.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(timeout=60)
+        assert got == ["ok"] * 4, got
+    off = compose_cfg(tmp_path / "off", [])                      # not tuning: no storage is made
+    InitOptunaStorage().on_multirun_start(off)
+    assert not (tmp_path / "off" / "optuna.db").exists()
+
+
+def test_parallel_tuning_multirun_on_fresh_stores(tmp_path):
+    """Four tuning jobs at once on an Optuna storage and an MLflow store that do not exist yet."""
+    env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "runners.tune", "-m", "hydra/launcher=joblib",
+                          "hydra.launcher.n_jobs=4", *TINY, "method.params.n_estimators=5", "tune.n_trials=1",
+                          "method=agbm,gbfs", "seed=0,1", "n_threads=1"],
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-3000:]
+    import optuna
+
+    studies = optuna.get_all_study_summaries(f"sqlite:///{tmp_path}/optuna.db")
+    assert len(studies) == 4 and all(s.n_trials == 1 for s in studies)
+    _, runs = _runs(tmp_path)
+    roles = sorted(r.data.tags.get("role") for r in runs)
+    assert roles == ["refit"] * 4 + ["study"] * 4 + ["trial"] * 4
+    assert all(r.info.status == "FINISHED" for r in runs)
+    assert res.stdout.count("| gisette_like |") == 4           # one row per refit, not per trial
 
 
 @pytest.fixture
