@@ -3,9 +3,11 @@ tmp_path (a fit takes ~0.1 s here, so each study is a few seconds)."""
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import subprocess
+import warnings
 from pathlib import Path
 
 import mlflow
@@ -13,6 +15,7 @@ import optuna
 import pytest
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
+from omegaconf import open_dict
 from optuna.trial import TrialState
 
 from runners import experiment, run, tune
@@ -38,6 +41,21 @@ def load(cfg) -> optuna.Study:
     return optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
 
 
+# agbm on the TINY data (15 trees): 12 features, validation AUC 0.62 after the first tree and 0.75 at
+# the end; 6 features, AUC 0.66; mu at the top of the range: 1 feature, AUC 0.46 from the first tree on
+GOOD = {"mu": 1e-5, "learning_rate": 0.3, "min_node_fraction": 0.005}
+SMALL = {"mu": 1e-5, "learning_rate": 0.02, "min_node_fraction": 0.1}
+BAD = {"mu": 0.1, "learning_rate": 0.02, "min_node_fraction": 0.1}
+
+
+def enqueue(cfg, *params):
+    """Create the study of ``cfg`` with its first trials' parameters fixed."""
+    study = optuna.create_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage,
+                                direction="maximize")
+    for p in params:
+        study.enqueue_trial(p)
+
+
 def runs(cfg, where: str):
     client = MlflowClient(tracking_uri=cfg.tracking.uri)
     exp = client.get_experiment_by_name(cfg.tracking.experiment)
@@ -52,65 +70,146 @@ def children(cfg):
     return parent, trials, [r for r in kids if r.data.tags["role"] == "refit"]
 
 
-def test_study_runs_n_trials_then_refits_on_test(tmp_path):
+def test_study_runs_n_trials_then_refits_on_test(tmp_path, capsys):
     cfg = make_cfg(tmp_path, "tune.n_trials=4", config="tune")
-    assert cfg.tune.enabled
+    assert cfg.tune.enabled and cfg.tune.progress
     metrics = tune.run(cfg)
-    assert len(load(cfg).trials) == 4
+    study = load(cfg)
+    assert len(study.trials) == 4
     parent, trials, (refit,) = children(cfg)
     assert sorted(trials) == [0, 1, 2, 3] and parent.info.status == "FINISHED"
     for r in trials.values():
         assert r.data.tags["counts_for_topk"] == "false" and "method.params.mu" in r.data.params
         assert "val_auc" in r.data.metrics and "test_auc" not in r.data.metrics
         assert r.data.tags["trial_state"] in ("COMPLETE", "PRUNED")
+        # MLflow's latest val_auc is the one Optuna got (the model's, not its last iteration's)
+        t = study.trials[int(r.data.tags["trial_number"])]
+        assert r.data.metrics["val_auc"] == pytest.approx(t.user_attrs["val_auc"])
+        if t.state == TrialState.COMPLETE:
+            assert r.data.metrics["val_auc"] == pytest.approx(t.value)
     assert refit.data.tags["counts_for_topk"] == "true" and refit.info.status == "FINISHED"
     assert refit.data.metrics["test_auc"] == pytest.approx(metrics["test_auc"])
+    assert refit.data.metrics["val_auc"] == pytest.approx(metrics["val_auc"])
     assert refit.data.params["dataset.scale"] == "0.05"
     arts = {a.path for a in MlflowClient().list_artifacts(refit.info.run_id)}
     assert {"config.yaml", "selected_features.json", "model.json", "correlations.png"} <= arts
     best = load(cfg).best_trial
     assert float(refit.data.params["method.params.mu"]) == pytest.approx(best.params["mu"])
     assert parent.data.metrics["best_val_auc"] == pytest.approx(best.value)
-    assert "test_auc" in parent.data.metrics and "best.mu" in parent.data.params
+    assert "test_auc" in parent.data.metrics
+    assert float(parent.data.tags["best.mu"]) == pytest.approx(best.params["mu"])
     # only the refit counts for GBDT-topK's K, not the trials nor the study run
     assert run.resolve_topk_k(cfg) == int(metrics["n_selected_features"])
+    # a bar over the trials with the best value so far
+    err = capsys.readouterr().err
+    assert "tune agbm on gisette_like" in err and "4/4" in err and f"best={best.value:.4f}" in err
 
 
-def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path):
+def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, monkeypatch):
     cfg = make_cfg(tmp_path, "tune.n_trials=2", "tune.refit=false")
     run.run(cfg)   # runners.run hands tune=optuna over to runners.tune
     cfg.tune.n_trials = 4
     tune.run(cfg)
     assert [t.number for t in load(cfg).trials] == [0, 1, 2, 3]
-    # a killed process leaves its trial RUNNING (and its MLflow trial run)
+    (parent,) = runs(cfg, "tags.role = 'study'")   # the second invocation reused the first's run
+    client = MlflowClient()
+    # a killed process leaves its trial RUNNING, its MLflow trial run and the study's run too
     killed = load(cfg).ask()
-    orphan_run = MlflowClient().create_run(runs(cfg, "tags.role = 'study'")[0].info.experiment_id)
+    orphan_run = client.create_run(parent.info.experiment_id)
     killed.set_user_attr("mlflow_run_id", orphan_run.info.run_id)
-    cfg.tune.n_trials = 5
+    killed.set_user_attr("mlflow_parent_run_id", parent.info.run_id)
+    client.update_run(parent.info.run_id, status="RUNNING")
+    cfg.tune.n_trials, cfg.tune.refit = 5, True
+    statuses, real_fit = [], experiment.fit_evaluate
+
+    def fit(*args, **kwargs):
+        statuses.append(client.get_run(parent.info.run_id).info.status)
+        return real_fit(*args, **kwargs)
+    monkeypatch.setattr(experiment, "fit_evaluate", fit)
     tune.run(cfg)
+    # the dead process's parent run is the one resumed: not closed as KILLED under the new trials
+    assert set(statuses) == {"RUNNING"}
     study = load(cfg)
     states = [t.state for t in study.trials]
     assert len(states) == 6 and TrialState.RUNNING not in states
     assert states[killed.number] == TrialState.FAIL and tune.n_done(study) == 5
-    orphan = MlflowClient().get_run(orphan_run.info.run_id)
+    orphan = client.get_run(orphan_run.info.run_id)
     assert orphan.info.status == "FAILED" and orphan.data.tags["trial_state"] == "FAIL"
-    tune.run(cfg)   # nothing left to run
+    tune.run(cfg)   # nothing left to run: only a refit
     assert len(load(cfg).trials) == 6
+    # one parent run for the study's four invocations, with every trial nested under it
+    (resumed,), trials, refits = runs(cfg, "tags.role = 'study'"), *children(cfg)[1:]
+    assert resumed.info.run_id == parent.info.run_id == study.user_attrs["mlflow_run_id"]
+    assert resumed.info.status == "FINISHED" and resumed.data.tags["n_invocations"] == "4"
+    assert sorted(trials) == [0, 1, 2, 3, 5] and len(runs(cfg, "tags.role = 'trial'")) == 5
+    assert {t.user_attrs["mlflow_parent_run_id"] for t in study.trials if t.number != killed.number} \
+        == {parent.info.run_id}
+    steps = sorted(m.step for m in client.get_metric_history(parent.info.run_id, "n_trials_complete"))
+    assert steps == [2, 4, 5, 5]   # the study's metrics by number of finished trials
+    arts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"config.yaml", "config-2.yaml", "config-3.yaml", "config-4.yaml"} <= arts
+    # only the latest refit counts for GBDT-topK's K
+    latest, older = sorted(refits, key=lambda r: r.info.start_time, reverse=True)
+    assert latest.data.tags["counts_for_topk"] == "true" and older.data.tags["counts_for_topk"] == "false"
+    assert older.data.tags["superseded_by"] == latest.info.run_id
+    # a new study of the same name (its storage deleted, or another one) never takes the old run
+    with open_dict(cfg):
+        cfg.tune.storage = f"sqlite:///{tmp_path}/other.db"
+    assert tune.find_parent_run(tune.load_study(cfg.tune), parent.info.experiment_id) is None
 
 
-def test_pruned_trials_are_recorded(tmp_path, monkeypatch):
-    monkeypatch.setattr(optuna.trial.Trial, "should_prune", lambda self: self.number % 2 == 1)
-    cfg = make_cfg(tmp_path, "tune.n_trials=4", "tune.refit=false")
+def test_real_pruning_on_the_validation_curve(tmp_path):
+    """The median pruner with no warm-up after one trial: a trial whose validation AUC stays below
+    the first one's is pruned at its first iterations, by the real reports of fit."""
+    # early stopping: GOOD's model is not its last tree, so its final val_auc is not the curve's last
+    cfg = make_cfg(tmp_path, "tune.n_trials=2", "tune.refit=false", "tune.n_startup_trials=1",
+                   "tune.pruner_warmup_steps=0", "tune.progress=false",
+                   "method.params.early_stopping_rounds=2")
+    enqueue(cfg, GOOD, BAD)
     tune.run(cfg)
-    states = {t.number: t.state for t in load(cfg).trials}
-    assert states == {0: TrialState.COMPLETE, 1: TrialState.PRUNED, 2: TrialState.COMPLETE,
-                      3: TrialState.PRUNED}
+    good, bad = load(cfg).trials
+    assert good.state == TrialState.COMPLETE and bad.state == TrialState.PRUNED
+    n_trees = len(good.intermediate_values)
+    assert 0 < len(bad.intermediate_values) < n_trees
     _, trials, refits = children(cfg)
     assert not refits
-    for n in (1, 3):
-        assert trials[n].info.status == "KILLED" and trials[n].data.tags["trial_state"] == "PRUNED"
-        assert "val_auc" in trials[n].data.metrics   # its last reported iteration
+    assert trials[1].info.status == "KILLED" and trials[1].data.tags["trial_state"] == "PRUNED"
+    # the pruned trial's run ends with its last reported iteration
+    last_report = bad.intermediate_values[max(bad.intermediate_values)]
+    assert trials[1].data.metrics["val_auc"] == pytest.approx(last_report)
     assert trials[0].info.status == "FINISHED" and trials[0].data.tags["trial_state"] == "COMPLETE"
+    # MLflow's latest val_auc of a trial is its model's (the objective), logged after its curve
+    curve = sorted(MlflowClient().get_metric_history(trials[0].info.run_id, "val_auc"), key=lambda m: m.step)
+    assert trials[0].data.metrics["val_auc"] == pytest.approx(good.value)
+    assert len(curve) == n_trees + 1 and curve[-1].value == pytest.approx(good.value)
+    last_tree = curve[n_trees - 1]
+    assert last_tree.step == n_trees - 1 and last_tree.value != pytest.approx(good.value)
+
+
+def _sampled(tmp_path, name: str, seed: int) -> list[dict]:
+    """The parameters TPE samples in a fresh study (2 random start-up trials, then 3 by TPE)."""
+    cfg = make_cfg(tmp_path, f"tune.study_name={name}", f"tune.sampler_seed={seed}")
+    study = tune.load_study(cfg.tune)
+    for _ in range(5):
+        trial = study.ask()
+        params = tune.suggest(trial, experiment.search_space(cfg.method))
+        study.tell(trial, -abs(math.log10(params["mu"]) + 3))
+    return [t.params for t in study.trials]
+
+
+def test_the_seed_makes_the_tpe_sequence_reproducible(tmp_path):
+    first = _sampled(tmp_path, "a", seed=1)
+    assert _sampled(tmp_path, "b", seed=1) == first
+    assert _sampled(tmp_path, "c", seed=2) != first
+
+
+def test_timeout_stops_the_study_before_n_trials(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tune, "_in_multirun", lambda: True)   # and no progress bar in a multirun
+    # a trial takes 0.1-1 s here: 30 of them would take several seconds
+    cfg = make_cfg(tmp_path, "tune.n_trials=30", "tune.timeout=1", "tune.refit=false")
+    out = tune.run(cfg)
+    assert 1 <= len(load(cfg).trials) < 30 and out["n_trials_complete"] >= 1
+    assert "tune agbm" not in capsys.readouterr().err
 
 
 def _failing_fit(numbers):
@@ -144,15 +243,61 @@ def test_all_trials_failed_raises_and_fails_the_study_run(tmp_path, monkeypatch)
     assert mlflow.active_run() is None
 
 
-def test_budget_objective_penalises_features_over_budget(tmp_path):
+@pytest.mark.parametrize("mode", ["penalty", "constraint"])
+def test_feature_budget_as_penalty_or_constraint(tmp_path, mode):
+    """GOOD (12 features) beats SMALL (6) on validation AUC; with a budget of 8 it is still the best
+    under a small penalty, and infeasible under the constraint."""
     cfg = make_cfg(tmp_path, "tune.n_trials=2", "tune.refit=false", "tune.objective=val_auc_budget",
-                   "tune.feature_budget=1", "tune.budget_penalty=0.01")
+                   "tune.feature_budget=8", "tune.budget_penalty=0.001", f"tune.budget_mode={mode}",
+                   "tune.pruner=null")
+    enqueue(cfg, GOOD, SMALL)
     out = tune.run(cfg)
-    done = load(cfg).get_trials(states=(TrialState.COMPLETE,))
-    for t in done:
-        excess = max(0, t.user_attrs["n_selected_features"] - 1)
-        assert t.value == pytest.approx(t.user_attrs["val_auc"] - 0.01 * excess)
-    assert out["best_value"] < max(t.user_attrs["val_auc"] for t in done)
+    good, small = load(cfg).trials
+    assert good.user_attrs["n_selected_features"] > 8 >= small.user_attrs["n_selected_features"]
+    assert good.user_attrs["val_auc"] > small.user_attrs["val_auc"]
+    parent, trials, _ = children(cfg)
+    if mode == "penalty":
+        excess = good.user_attrs["n_selected_features"] - 8
+        assert good.value == pytest.approx(good.user_attrs["val_auc"] - 0.001 * excess)
+        assert good.constraints == {} and "feasible" not in trials[0].data.tags
+        best = good
+    else:   # the score is the AUC; the excess is the constraint TPE learns (> 0: infeasible)
+        assert good.value == pytest.approx(good.user_attrs["val_auc"])
+        assert good.constraints == {"feature_budget": good.user_attrs["n_selected_features"] - 8}
+        assert small.constraints["feature_budget"] <= 0
+        assert (trials[0].data.tags["feasible"], trials[1].data.tags["feasible"]) == ("false", "true")
+        best = small
+    assert out["best_value"] == pytest.approx(best.value)
+    assert parent.data.tags["best_trial"] == str(best.number)
+
+
+def test_best_trial_skips_trials_over_the_budget():
+    study = optuna.create_study(direction="maximize")
+    for value, n in [(0.9, 12), (0.7, 6), (0.8, 9)]:
+        study.add_trial(optuna.trial.create_trial(value=value, user_attrs={"n_selected_features": n}))
+    tune_cfg = {"objective": "val_auc_budget", "feature_budget": 8, "budget_penalty": 0.01,
+                "budget_mode": "constraint"}
+    assert tune.best_trial(study, tune_cfg).value == 0.7
+    assert tune.best_trial(study, {**tune_cfg, "feature_budget": 9}).value == 0.8
+    assert tune.best_trial(study, {**tune_cfg, "budget_mode": "penalty"}).value == 0.9
+    assert tune.best_trial(study, {**tune_cfg, "objective": "val_auc"}).value == 0.9
+    with pytest.raises(RuntimeError, match=r"tune.feature_budget=5 features \(they used \[6, 9, 12\]"):
+        tune.best_trial(study, {**tune_cfg, "feature_budget": 5})
+
+
+def test_optuna_4_learns_the_budget_through_constraints_func(tmp_path, monkeypatch):
+    """Optuna 4 has no Trial.set_constraint: the sampler's constraints_func reads the feature count."""
+    monkeypatch.setattr(tune, "_trials_set_constraints", lambda: False)
+    cfg = make_cfg(tmp_path, "tune.objective=val_auc_budget", "tune.feature_budget=8",
+                   "tune.budget_mode=constraint")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)   # Optuna 5 deprecates constraints_func
+        study = tune.load_study(cfg.tune)
+    for n in (12, 6):
+        trial = study.ask()
+        tune._record(trial, {"val_auc": 0.7, "n_selected_features": n}, cfg.tune)
+        study.tell(trial, 0.7)
+    assert [t.constraints for t in study.trials] == [{"0": 4.0}, {"0": -2.0}]
 
 
 def test_objective_value():
@@ -172,6 +317,10 @@ def test_objective_value():
     ("+method.search_space.depth={type:int,low:2,high:6}", "depth"),   # not in method.params
     ("tune=off", "tune=optuna"),
     ("tune.storage=null", "SQLAlchemy URL"),
+    ("tune.budget_mode=hard", "tune.budget_mode"),
+    ("tune.timeout=0", "tune.timeout"),
+    ("tune.n_trials=0", "tune.n_trials"),
+    ("tune.objective=val_auc_budget", "tune.feature_budget"),
 ])
 def test_bad_settings_raise_before_any_run(tmp_path, override, match):
     cfg = make_cfg(tmp_path, override, config="tune")
