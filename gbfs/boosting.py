@@ -149,7 +149,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
             norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
             if sampled is not None and sampled.compacted:
-                grown = _grow_compact(grower, X_binned, tree_rows, rw, hw, usage, norm)
+                Xs = sampled.matrix(tree_rows.shape[0], X_binned.shape[1], X_binned.dtype)
+                grown = _grow_compact(grower, X_binned, Xs, tree_rows, rw, hw, usage, norm)
             else:
                 grown = grower.grow(tree_rows, rw, hw, usage, norm, hw_is_one=hw is ones)
             values = _leaf_values(grown, rw, den, params)
@@ -197,6 +198,16 @@ class _SampleBuffers:
     def __init__(self, n: int, compact: bool):
         self.n, self.compact, self.compacted = n, compact, False
         self.rw, self.hw, self.den = np.zeros(n), np.zeros(n), np.zeros(n)
+        self._matrix = np.empty(0, dtype=np.uint8)
+
+    def matrix(self, k: int, d: int, dtype) -> np.ndarray:
+        """A Fortran-ordered (k, d) matrix for the compact copy, reusing one buffer across trees:
+        a fresh 30 MB array per tree costs more in first-touch page faults than the copy itself.
+        It grows with 10 % headroom, as MVS's sample size varies from tree to tree."""
+        size = k * d * np.dtype(dtype).itemsize
+        if self._matrix.size < size:
+            self._matrix = np.empty(int(size * 1.1), dtype=np.uint8)
+        return self._matrix[:size].view(dtype).reshape((k, d), order="F")
 
     def fill(self, rows, w, r, h, params) -> tuple:
         """``w r``, the second channel (``w`` or ``w h``), the leaf denominator channel, the weighted
@@ -217,16 +228,33 @@ class _SampleBuffers:
 
 @njit(parallel=True, cache=True)
 def _gather_rows(X_binned, rows, out):
-    # column by column: sorted rows make each column's reads sequential, the writes contiguous
+    # column by column: sorted rows make each column's reads sequential, the writes contiguous;
+    # 1-D column views and four independent loads per step measured 2.4x faster than out[i, j] =
+    # X[rows[i], j] (12 vs 28 ms for 16 000 of 80 000 rows x 2000 columns)
+    m = rows.shape[0]
     for j in prange(X_binned.shape[1]):
-        for i in range(rows.shape[0]):
-            out[i, j] = X_binned[rows[i], j]
+        col = X_binned[:, j]
+        dst = out[:, j]
+        i = 0
+        while i + 4 <= m:
+            a = col[rows[i]]
+            b = col[rows[i + 1]]
+            c = col[rows[i + 2]]
+            e = col[rows[i + 3]]
+            dst[i] = a
+            dst[i + 1] = b
+            dst[i + 2] = c
+            dst[i + 3] = e
+            i += 4
+        while i < m:
+            dst[i] = col[rows[i]]
+            i += 1
 
 
-def _grow_compact(grower, X_binned, rows, rw, hw, usage, norm):
-    """Grow on a Fortran-ordered copy of the sampled rows (row ``i`` of the copy is ``rows[i]``);
-    the leaf partition then holds positions in the sample, which index the compact channels."""
-    Xs = np.empty((rows.shape[0], X_binned.shape[1]), dtype=X_binned.dtype, order="F")
+def _grow_compact(grower, X_binned, Xs, rows, rw, hw, usage, norm):
+    """Grow on ``Xs``, a Fortran-ordered copy of the sampled rows (row ``i`` of the copy is
+    ``rows[i]``); the leaf partition then holds positions in the sample, which index the compact
+    channels."""
     _gather_rows(X_binned, rows, Xs)
     grower.X_binned = Xs
     try:
