@@ -189,13 +189,19 @@ def gisette_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
     density = rng.uniform(0.05, 0.21, d).astype(np.float32)
     model = _fit_label_model(rng, d, lambda x: (x > 0).astype(np.float64),
                              lambda r, cols, n: _gisette_cells(r, density[cols], n), noise_ratio=0.3)
+    return _binary_splits(model, lambda r, rows: _gisette_cells(r, density, rows), d,
+                          (n_rows(6000, scale), n_rows(1000, scale)), train_seq, test_seq)
 
+
+def _binary_splits(model, cells, d: int, sizes: tuple[int, int], train_seq, test_seq) -> SyntheticData:
+    """Train and test rows of a binary stand-in: ``cells(rng, rows)`` draws a block of features,
+    ``model`` labels it; features are named ``f0, f1, ...``."""
     def block(r: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        X = _gisette_cells(r, density, rows)
+        X = cells(r, rows)
         return X, model.labels(X, r)
 
-    X_train, y_train = draw_rows(n_rows(6000, scale), d, train_seq, block, np.int64)
-    X_test, y_test = draw_rows(n_rows(1000, scale), d, test_seq, block, np.int64)
+    X_train, y_train = draw_rows(sizes[0], d, train_seq, block, np.int64)
+    X_test, y_test = draw_rows(sizes[1], d, test_seq, block, np.int64)
     return finish(X_train, y_train, X_test, y_test, [f"f{j}" for j in range(d)], model.columns, "binary")
 
 
@@ -244,14 +250,8 @@ def epsilon_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
     rng, train_seq, test_seq = streams(seed)
     model = _fit_label_model(rng, d, np.square, lambda r, cols, n: _epsilon_relevant(r, d, cols, n),
                              noise_ratio=0.5)
-
-    def block(r: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
-        X = _unit_rows(r, rows, d)
-        return X, model.labels(X, r)
-
-    X_train, y_train = draw_rows(n_rows(80_000, scale), d, train_seq, block, np.int64)
-    X_test, y_test = draw_rows(n_rows(20_000, scale), d, test_seq, block, np.int64)
-    return finish(X_train, y_train, X_test, y_test, [f"f{j}" for j in range(d)], model.columns, "binary")
+    return _binary_splits(model, lambda r, rows: _unit_rows(r, rows, d), d,
+                          (n_rows(80_000, scale), n_rows(20_000, scale)), train_seq, test_seq)
 
 
 def figure1(scale: float = 1.0, n_features: int = 100, random_state: int = 0) -> SyntheticData:
