@@ -242,3 +242,16 @@ class BinMapper:
         if bin_threshold >= self.n_edges_[feature]:
             return float("inf")
         return float(self.bin_edges_[feature, bin_threshold])
+
+    def subset(self, columns: np.ndarray) -> BinMapper:
+        """A fitted mapper of the given columns only (feature ``k`` of it is ``columns[k]`` here),
+        sharing these edges: a model grown on ``transform(X)[:, columns]`` has this mapper's
+        thresholds."""
+        sub = BinMapper(self.max_bins, self.subsample, self.random_state)
+        columns = np.asarray(columns, dtype=np.int64)
+        sub.bin_edges_ = self.bin_edges_[columns]
+        sub.n_edges_ = self.n_edges_[columns]
+        sub.n_bins_non_missing_ = self.n_bins_non_missing_[columns]
+        if hasattr(self, "standardised_values_"):
+            sub.standardised_values_ = self.standardised_values_[columns]
+        return sub

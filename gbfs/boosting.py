@@ -34,6 +34,10 @@ class BoostingParams:
     group_test_scope: str = "node"  # GT-GBM only: "node" (Algorithm 2) or "tree"
     group_test_rows: int | None = None  # GT-GBM only: row sample size of a group test
     sampler: object | None = None  # gbfs.sampling.RowSampler: rows and weights of each tree
+    # a selection fit (refit mode) ends once Omega can no longer change (its budget is full) or has
+    # not grown for ``selection_patience`` trees: its trees are discarded, only the selection is kept
+    stop_when_full: bool = False
+    selection_patience: int | None = None
 
 
 @dataclass
@@ -67,6 +71,63 @@ def _add_leaf_values(partition, starts, ends, values, raw):
 def root_sse(rw: np.ndarray, w_sum: float, rsq_w_sum: float) -> float:
     """SSE of the residuals at the tree root, ``sum w r^2 - (sum w r)^2 / sum w`` (A-GBM's SSE_r)."""
     return rsq_w_sum - float(np.sum(rw)) ** 2 / w_sum
+
+
+#: hessians below this count as this in the Newton normaliser (XGBoost's floor of p(1 - p)): a
+#: probability rounded to exactly 0 or 1 would otherwise make the normaliser infinite
+HESSIAN_FLOOR = 1e-16
+
+
+def gain_normaliser(g_sum: float, h_sum: float, g2_over_h: float, reg_lambda: float) -> float:
+    """A-GBM's divisor of the gain: the largest gain any split of this tree can reach.
+
+    ``N = sum_i w_i g_i^2 / h_i - G^2 / (H + lambda)`` over the tree's (weighted) root rows, with
+    ``G = sum w g`` and ``H = sum w h``.  With the first-order criterion (``h = 1``) and
+    ``lambda = 0`` this is exactly SSE_root, the normaliser of A-GBM (GT-GBM paper, Section 2);
+    with hessians it is its Newton counterpart.
+
+    Proof sketch that every split gain ``g_v`` at every node ``v`` satisfies ``0 <= g_v <= N``
+    (for ``lambda = 0`` gains are non-negative): by Cauchy-Schwarz, for any set S of rows
+    ``(sum_S w g)^2 <= (sum_S w g^2 / h) (sum_S w h)``, so ``G_S^2 / (H_S + lambda) <=
+    sum_S w g^2 / h``.  Hence ``g_v = G_L^2/(H_L+lambda) + G_R^2/(H_R+lambda) - G_v^2/(H_v+lambda)
+    <= sum_v w g^2/h - G_v^2/(H_v+lambda)``, and applying Cauchy-Schwarz once more to the
+    root's rows split into ``v`` and the rest, ``G^2/(H+lambda) <= G_v^2/(H_v+lambda) +
+    sum_rest w g^2/h``, which gives ``g_v <= N``.  ``N`` is the gain of the finest partition (a
+    leaf per row), i.e. the largest Newton gain achievable at the root.  Multiplying ``y`` by
+    ``c`` (squared error) multiplies ``g`` and so every gain and ``N`` by ``c^2``: the normalised
+    gain, and so the selection, is invariant to the scale of the target.
+    """
+    return g2_over_h - g_sum * g_sum / (h_sum + reg_lambda)
+
+
+@njit(cache=True)
+def _sum_g2_over_h(r, h, floor):
+    total = 0.0
+    for i in range(r.shape[0]):
+        total += r[i] * r[i] / max(h[i], floor)
+    return total
+
+
+def _weighted_newton_sums(r, h, rows, w) -> tuple[float, float]:
+    h_s = h[rows]
+    return _sum_g2_over_h(r[rows] * np.sqrt(w), h_s, HESSIAN_FLOOR), float(np.dot(w, h_s))
+
+
+def _norm(params: BoostingParams, sse: float, g_sum: float, w_sum: float, newton_sums) -> float:
+    """The divisor of the gain of one tree: 1 (GBFS) or :func:`gain_normaliser` (A-GBM, GT-GBM).
+
+    ``newton_sums()`` returns ``(sum w g^2 / h, sum w h)`` over the root rows; it is only called
+    for the Newton criterion (an O(n) pass the other modes do not need).
+    """
+    if params.method == "gbfs":
+        return 1.0
+    lam = params.growth.reg_lambda
+    if params.criterion == "sse":
+        n = sse if lam == 0.0 else gain_normaliser(g_sum, w_sum, sse + g_sum * g_sum / w_sum, lam)
+    else:
+        g2h, h_sum = newton_sums()
+        n = gain_normaliser(g_sum, h_sum, g2h, lam)
+    return n if n > 0 else np.inf
 
 
 class _Evaluator:
@@ -142,12 +203,16 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 den = ones if params.leaf_estimate == "mean" else h
                 w_sum = float(n)
                 sse = root_sse(rw, w_sum, float(np.dot(r, r)))
+                norm = _norm(params, sse, float(np.sum(r)), w_sum,
+                             lambda: (_sum_g2_over_h(r, h, HESSIAN_FLOOR), float(np.sum(h))))
             else:                    # a row sampler's rows and weights (gbfs.sampling)
                 # the sampler sees the hessians the split criterion uses (unit ones for "sse")
                 tree_rows, weights = params.sampler.sample(r, h if params.criterion == "newton" else None,
                                                            it, sample_rng)
                 rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
-            norm = 1.0 if params.method == "gbfs" else (sse if sse > 0 else np.inf)
+                wr = rw[:tree_rows.shape[0]] if sampled.compacted else rw[tree_rows]
+                norm = _norm(params, sse, float(np.sum(wr)), w_sum,
+                             lambda: _weighted_newton_sums(r, h, tree_rows, weights))
             if sampled is not None and sampled.compacted:
                 Xs = sampled.matrix(tree_rows.shape[0], X_binned.shape[1], X_binned.dtype)
                 grown = _grow_compact(grower, X_binned, Xs, tree_rows, rw, hw, usage, norm)
@@ -163,7 +228,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
             for ev in evaluators:
                 ev.add_tree(tree)
             rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
-                   "root_variance": sse / w_sum, "n_features_used": len(usage.order),
+                   "root_variance": sse / w_sum, "gain_normaliser": norm,
+                   "n_features_used": len(usage.order),
                    "n_leaves": tree.n_leaves}
             if sampled is not None:
                 rec["n_rows_sampled"] = int(tree_rows.shape[0])
@@ -174,11 +240,24 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
             for cb in callbacks:
                 cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
                                end_iteration=params.n_estimators))
+            if _selection_settled(params, usage, history):
+                break
     except EarlyStopException as stop:
         best_iteration = stop.best_iteration
     finally:
         grower.release_buffers()
     return BoostingResult(trees, init, history, best_iteration)
+
+
+def _selection_settled(params: BoostingParams, usage: FeatureUsage, history: list) -> bool:
+    """Whether a selection fit may end: its budget is full, or Omega has not grown for
+    ``selection_patience`` trees."""
+    if params.stop_when_full and usage.full:
+        return True
+    p = params.selection_patience
+    if p is None or len(history) <= p:
+        return False
+    return history[-1]["n_features_used"] == history[-1 - p]["n_features_used"]
 
 
 #: samples up to this share of the rows are grown on a compact copy of their binned rows: a

@@ -8,6 +8,7 @@ least one split of the fitted ensemble.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import time
 import warnings
@@ -23,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_dat
 
 from . import group_testing, sampling
 from . import validation as V
+from ._docs import PARAM_DOC
 from ._types import MAX_BINS
 from .binning import BinMapper
 from .boosting import BoostingParams, boost
@@ -30,92 +32,9 @@ from .callbacks import early_stopping
 from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
 from .grower import GrowthParams
 from .penalty import FeatureUsage
+from .refit import IMPORTANCE_TYPES, importances, refit, top_k
 from .tree import PackedEnsemble
 
-_PARAM_DOC = """
-    Parameters
-    ----------
-    method : {"agbm", "gbfs", "gtgbm"}, default="agbm"
-        Split criterion.  ``"gbfs"``: maximise ``gain - mu * c_j * 1{j unused}``
-        (Eq. 1 of the GT-GBM paper, Eq. 14 of the GBFS paper); ``"agbm"``: maximise
-        ``gain / SSE_root - mu * c_j * 1{j unused}`` where SSE_root is the SSE of the
-        residuals at the tree's root (A-GBM, Section 2 of the GT-GBM paper), so ``mu``
-        lies in [0, 1] whatever the scale of the target.  ``"gtgbm"``: the A-GBM
-        criterion over the used features and the candidates found by group tests
-        on random feature subsets (GT-GBM, Algorithm 2; see :mod:`gbfs.group_testing`).
-    mu : float, default=0.01
-        Penalty for using a new feature (or bag); 0 gives plain gradient boosting.
-    feature_costs : array-like of shape (n_features,), default=None
-        Per-feature multipliers ``c_j >= 0`` of ``mu`` (default all 1).
-    feature_bags : array-like of int, shape (n_features,), default=None
-        Bag id of each feature: once any feature of a bag is used, the whole bag is
-        free (GBFS paper, Section 4.2).  A bag's cost is that of the feature used.
-    n_estimators : int, default=100
-    learning_rate : float, default=0.1
-        Shrinkage epsilon of Algorithm 3.
-    max_depth : int or None, default=None
-    max_leaves : int or None, default=31
-    min_samples_leaf : int, default=20
-    min_node_fraction : float in (0, 1) or None, default=None
-        The papers' alpha: a node with fewer than ``alpha * n`` rows is not split.
-    criterion : {"sse", "newton"}, default="sse"
-        ``"sse"``: first-order SSE reduction of the residuals (the papers' Eq. 1);
-        ``"newton"``: hessian-weighted gain as in LightGBM (not a paper method).
-    leaf_estimate : {"mean", "newton"}, default="mean"
-        Leaf value before shrinkage: mean residual (the papers' least-squares fit) or
-        ``sum r / (sum h + reg_lambda)`` (one Newton step, as LightGBM).
-    reg_lambda : float, default=0.0
-        L2 term added to hessian sums of the Newton forms.
-    min_child_weight : float, default=1e-3
-        Minimum sum of the second channel (weights or hessians) in a child.
-    max_bins : int, default=255
-        Value bins per feature (NaN has an extra bin).
-    bin_subsample : int or None, default=200000
-        Rows used to find bin edges.
-    early_stopping_rounds : int or None, default=None
-        Stop when the first eval set's loss has not improved for this many trees;
-        the model keeps the trees up to the best iteration.  Needs ``eval_set``.
-    n_target_features : int, default=10
-        GT-GBM's s, the number of important features sought per split (Algorithm 2).
-    delta : float in (0, 1), default=0.1
-        GT-GBM's failure probability of Theorem 4.1.
-    n_subsets : int or None, default=None
-        GT-GBM's number of random feature subsets p; None: ``ceil(e * s * ln(s / delta))``
-        (Theorem 4.1), or 1 when s = 1.
-    subset_size : int or None, default=None
-        Features per subset; None: ``ceil(n_features / s)`` (all features when s = 1).
-    group_test_scope : {"node", "tree"}, default="node"
-        ``"node"``: group tests at every node (Algorithm 2).  ``"tree"``: once per tree,
-        at the root; every node of that tree then searches the used features and that
-        candidate set (much faster; see the README for its measured effect).
-    group_test_rows : int or None, default=None
-        GT-GBM: a node with more rows runs its group tests on a seeded uniform sample
-        of this many rows (the candidates are still evaluated exactly on all rows).
-        None: all rows, as in the paper.
-    max_precompute_bytes : int, default=4 GiB
-        Memory budget of GT-GBM's precompute (float32 standardised copy + prefix sums);
-        a larger plan is refused with the largest settings that fit.
-    sampler : {None, "sgb", "goss", "mvs", "mvs_adaptive"}, default=None
-        Row sampling per tree (MVS paper; see :mod:`gbfs.sampling`): None uses every row;
-        ``"sgb"`` a uniform ``subsample`` without replacement; ``"goss"`` the ``top_rate`` rows
-        with the largest ``|g|`` plus ``other_rate`` of all rows drawn from the rest, weighted
-        ``(1 - top_rate) / other_rate``; ``"mvs"`` minimal variance sampling (Theorem 2,
-        Algorithms 1-2) with ``p_i = min(1, sqrt(g_i^2 + mvs_lambda h_i^2) / mu)``;
-        ``"mvs_adaptive"`` the same with lambda re-set every iteration.  The sampled rows and
-        their weights ``1/p_i`` are what the histograms, the split search, the root SSE of
-        A-GBM and the leaf values see; every row's score is updated by the tree.
-    subsample, top_rate, other_rate, mvs_lambda : float or None, default=None
-        Parameters of the sampler (None: 0.5, 0.2, 0.1, 0.1); an argument the chosen sampler
-        does not use must stay None.
-    goss_style : {"paper", "lightgbm"}, default="paper"
-        GOSS only: ``"lightgbm"`` ranks rows by ``|g h|`` and samples nothing during the first
-        ``1 / learning_rate`` iterations, as LightGBM does.
-    random_state : int, RandomState instance or None, default=None
-        Seed of every random choice (bin subsample, GT-GBM's subsets, row samples); same seed,
-        same model.
-    n_threads : int or None, default=None
-        Threads of the numba kernels (None: numba's default, all cores).
-"""
 
 
 _GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
@@ -135,10 +54,18 @@ def _num_threads(n):
         numba.set_num_threads(old)
 
 
+def _kept(result) -> list:
+    """The trees an early-stopped fit keeps (up to its best iteration)."""
+    if result.best_iteration is None:
+        return result.trees
+    return result.trees[:result.best_iteration + 1]
+
+
 class _GBFSBase(SelectorMixin, BaseEstimator):
     _loss = ""
 
     def __init__(self, *, method="agbm", mu=0.01, feature_costs=None, feature_bags=None,
+                 max_features=None, refit=False, selection_patience=None, importance_type="gain",
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
                  min_samples_leaf=20, min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
@@ -151,6 +78,10 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.mu = mu
         self.feature_costs = feature_costs
         self.feature_bags = feature_bags
+        self.max_features = max_features
+        self.refit = refit
+        self.selection_patience = selection_patience
+        self.importance_type = importance_type
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.max_depth = max_depth
@@ -193,6 +124,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             raise ValueError(f"mu must be in [0, 1] for method={method!r} (normalised gains are at "
                              f"most 1), got {self.mu!r}")
         scope = self._validate_group_test_params(method)
+        self._validate_selection_params(method)
         growth = GrowthParams(
             max_depth=V.check_int("max_depth", self.max_depth, 1, allow_none=True),
             max_leaves=V.check_int("max_leaves", self.max_leaves, 2, allow_none=True),
@@ -220,7 +152,24 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             learning_rate=learning_rate,
             criterion=V.check_choice("criterion", self.criterion, V.CRITERIA),
             leaf_estimate=V.check_choice("leaf_estimate", self.leaf_estimate, V.LEAF_ESTIMATES),
-            growth=growth, group_test_scope=scope, group_test_rows=self.group_test_rows)
+            growth=growth, group_test_scope=scope, group_test_rows=self.group_test_rows,
+            stop_when_full=bool(self.refit) and method != "topk",
+            selection_patience=self.selection_patience if method != "topk" else None)
+
+    def _validate_selection_params(self, method) -> None:
+        V.check_int("max_features", self.max_features, 1, allow_none=True)
+        if not isinstance(self.refit, (bool, np.bool_)):
+            raise TypeError(f"refit must be a bool, got {self.refit!r} ({type(self.refit).__name__})")
+        V.check_int("selection_patience", self.selection_patience, 1, allow_none=True)
+        V.check_choice("importance_type", self.importance_type, IMPORTANCE_TYPES)
+        if method == "topk" and self.max_features is None:
+            raise ValueError("method='topk' needs max_features (its K, the number of features kept)")
+        if self.selection_patience is not None and not self.refit and method != "topk":
+            raise ValueError("selection_patience only applies with refit=True (it ends the selection "
+                             "fit, whose trees a refit replaces)")
+        if method == "topk" and (self.feature_costs is not None or self.feature_bags is not None):
+            raise ValueError("feature_costs and feature_bags do not apply to method='topk' (it ranks "
+                             "features by importance, no penalty); use gbfs, agbm or gtgbm")
 
     def _validate_group_test_params(self, method) -> str:
         V.check_int("n_target_features", self.n_target_features, 1)
@@ -314,6 +263,10 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             if not evals:
                 raise ValueError("early_stopping_rounds needs eval_set")
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
+        if self.max_features is not None and self.max_features > (d if bags is None else np.unique(bags).size):
+            warnings.warn(f"max_features={self.max_features} is at least the number of "
+                          f"{'bags' if bags is not None else 'features'} of X: the budget never binds",
+                          UserWarning, stacklevel=2)
         pl = self._group_test_plan(*X.shape) if params.method == "gtgbm" else None
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with _num_threads(self.n_threads):
@@ -329,16 +282,32 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                 tester = group_testing.GroupTester.precompute(
                     X_binned, self._bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
             t2 = time.perf_counter()
-            usage = FeatureUsage(d, float(self.mu), costs, bags)
-            result = boost(X_binned, y, self._bin_mapper, params, usage, named, callbacks, model=self,
+            topk = params.method == "topk"
+            usage = FeatureUsage(d, 0.0 if topk else float(self.mu), costs, bags,
+                                 None if topk else self.max_features)
+            select = dataclasses.replace(params, method="gbfs") if topk else params
+            result = boost(X_binned, y, self._bin_mapper, select, usage, named, callbacks, model=self,
                            group_tester=tester, rng=np.random.default_rng([seed, 2]),
                            sample_rng=np.random.default_rng([seed, 3]))
             t3 = time.perf_counter()
+            selection = None
+            if topk or self.refit:
+                selection = (top_k(_kept(result), d, self.max_features, self.importance_type) if topk
+                             else np.asarray(usage.order, dtype=np.int64))
+                self.selection_history_ = result.history
+                if selection.size:  # nothing selected: the constant model of the selection fit stays
+                    result = refit(X_binned, y, self._bin_mapper, selection, params, named, callbacks,
+                                   model=self, sample_rng=np.random.default_rng([seed, 4]))
+            t4 = time.perf_counter()
         del tester  # the precompute is not part of the model
-        self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration)
+        self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration,
+                         selection)
         self.timings_ = {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1,
-                         "boosting_seconds": t3 - t2, "binned_bytes": int(X_binned.nbytes),
+                         "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
+                         "binned_bytes": int(X_binned.nbytes),
                          "precompute_bytes": 0 if pl is None else int(pl.nbytes)}
+        if bags is not None:
+            self.n_bags_selected_ = int(np.unique(usage.bag_of[self.selected_features_]).size)
         if pl is not None:
             self.n_subsets_ = pl.n_subsets
             self.subset_size_ = pl.subset_size
@@ -347,7 +316,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def _reset_fitted(self) -> None:
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, name)
-        for name in ("_trees", "_packed", "_bin_mapper"):
+        for name in ("_trees", "_packed", "_bin_mapper", "_selection"):
             self.__dict__.pop(name, None)
 
     def _check_y_shape(self, y, n_rows):
@@ -363,7 +332,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             raise ValueError(f"y has {y.shape[0]} entries but X has {n_rows} rows")
         return y
 
-    def _set_fitted(self, trees, init_score, history, best_iteration):
+    def _set_fitted(self, trees, init_score, history, best_iteration, selection=None):
+        """Install a fitted ensemble.  ``selection``: the features a refit was restricted to, in
+        order of selection (None: the features the trees use, in order of first use)."""
         if best_iteration is not None:
             trees = trees[:best_iteration + 1]
         self._trees = trees
@@ -372,18 +343,18 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.history_ = history
         self.best_iteration_ = best_iteration
         self.n_iter_ = len(trees)
-        order, gains = [], np.zeros(self.n_features_in_)
-        seen = set()
+        order, seen = [], set()
         for t in trees:
             for f in t.used_features():
                 if f not in seen:
                     seen.add(int(f))
                     order.append(int(f))
-            np.add.at(gains, t.feature[t.feature >= 0], t.gain[t.feature >= 0])
+        self._selection = None if selection is None else np.asarray(selection, dtype=np.int64)
+        if selection is not None:
+            order = [int(f) for f in selection]
         self.selected_features_ = np.asarray(order, dtype=np.int64)
         self.n_features_selected_ = len(order)
-        total = gains.sum()
-        self.feature_importances_ = gains / total if total > 0 else gains
+        self.feature_importances_ = importances(trees, self.n_features_in_, self.importance_type)
         if hasattr(self, "feature_names_in_"):
             self.selected_feature_names_ = [str(self.feature_names_in_[f]) for f in order]
         else:
@@ -403,6 +374,13 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[self.selected_features_] = True
         return mask
+
+    def feature_importance(self, importance_type: str = "gain") -> np.ndarray:
+        """Per-feature importance of the fitted model, as LightGBM's ``Booster.feature_importance``:
+        ``"gain"`` the total unpenalised split gain, ``"split"`` the number of splits."""
+        check_is_fitted(self, "_trees")
+        V.check_choice("importance_type", importance_type, IMPORTANCE_TYPES)
+        return importances(self._trees, self.n_features_in_, importance_type)
 
     @property
     def trees_(self):
@@ -427,7 +405,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
 class GBFSClassifier(ClassifierMixin, _GBFSBase):
     __doc__ = ("Gradient boosted feature selection for binary classification (log-loss).\n"
                "\n    Any two labels are accepted; ``classes_[1]`` is the positive class.\n"
-               + _PARAM_DOC)
+               + PARAM_DOC)
     _loss = "logistic"
 
     def __sklearn_tags__(self):
@@ -475,7 +453,7 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
 
 
 class GBFSRegressor(RegressorMixin, _GBFSBase):
-    __doc__ = "Gradient boosted feature selection for regression (squared error).\n" + _PARAM_DOC
+    __doc__ = "Gradient boosted feature selection for regression (squared error).\n" + PARAM_DOC
     _loss = "squared_error"
 
     def _fit_target(self, y):

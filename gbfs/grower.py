@@ -211,7 +211,8 @@ class TreeGrower:
         builder = TreeBuilder()
         root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
         self._tree_candidates = None
-        if self.group_tester is not None and self.group_test_scope == "tree" and self._splittable(root):
+        if self.group_tester is not None and self.group_test_scope == "tree" and self._splittable(root) \
+                and not usage.full:
             self._tree_candidates = self._group_test(root, *self._gathered(root))
         pending, done = [], []
         if self._splittable(root):
@@ -279,8 +280,9 @@ class TreeGrower:
 
     def _alloc_split_arrays(self, node) -> None:
         d = self.n_features
-        # GT-GBM searches a subset: the other features stay at -inf (never chosen)
-        node.gain = np.full(d, -np.inf) if self.group_tester is not None else np.empty(d)
+        # GT-GBM or a full budget searches a subset: the other features stay at -inf (never chosen)
+        restricted = self.group_tester is not None or self._usage.full
+        node.gain = np.full(d, -np.inf) if restricted else np.empty(d)
         node.bin = np.empty(d, dtype=np.int32)
         node.missing_left = np.empty(d, dtype=np.bool_)
         node.left_sums = np.empty((d, 3), dtype=np.float64)
@@ -326,7 +328,11 @@ class TreeGrower:
                                             p.min_child_weight * cap / node.count, p.reg_lambda)
 
     def _features_for(self, node, rows, r_ord, h_ord) -> np.ndarray:
-        """Features a node searches: all of them, or for GT-GBM Omega u C (lines 1 and 11)."""
+        """Features a node searches: all of them, Omega once the budget is full, or for GT-GBM
+        Omega u C (lines 1 and 11)."""
+        allowed = self._usage.allowed_features()
+        if allowed is not None:
+            return allowed
         if self.group_tester is None:
             return self.features
         if self.group_test_scope == "tree" and self._tree_candidates is not None:
@@ -337,6 +343,9 @@ class TreeGrower:
 
     def _wanted_features(self):
         """Tree scope: the set a child will search (known without its rows); else None."""
+        allowed = self._usage.allowed_features()
+        if allowed is not None:
+            return allowed
         if self.group_tester is None:
             return self.features
         if self.group_test_scope == "tree" and self._tree_candidates is not None:
@@ -400,8 +409,8 @@ class TreeGrower:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
         wanted = self._wanted_features() if parent.hist is not None else None
-        if wanted is not None and wanted is not self.features and \
-                not np.array_equal(wanted, parent.searched):
+        if wanted is not None and wanted is not self.features and parent.searched is not self.features \
+                and not np.all(np.isin(wanted, parent.searched, assume_unique=True)):
             wanted = None  # GT-GBM tree scope: Omega grew beyond the parent's histogram
         if wanted is not None and self._splittable(large):
             # the smaller child's histogram must exist in full for the subtraction

@@ -9,6 +9,8 @@ Format ``gbfs-model`` version 1 -- one JSON object:
                       ``random_state`` is stored as ``null``)
 ``n_features_in``     int; ``feature_names_in``: list of str or ``null``
 ``classes``           classifier only: ``{"dtype": numpy dtype str, "values": [...]}``
+``selected_features`` optional (a refitted or GBDT-topK model): the selection the trees were
+                      restricted to, in order of selection
 ``init_score``        float, the raw score before the first tree
 ``best_iteration``    int or ``null``
 ``bin_edges``         one list of edges per feature (``x <= edge[t]`` is bin ``<= t``)
@@ -108,6 +110,8 @@ def model_to_dict(est) -> dict:
     }
     if hasattr(est, "classes_"):
         body["classes"] = {"dtype": est.classes_.dtype.str, "values": est.classes_.tolist()}
+    if getattr(est, "_selection", None) is not None:  # a refit: the selection it was restricted to
+        body["selected_features"] = est._selection.tolist()
     body["checksum"] = "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
     return body
 
@@ -192,8 +196,26 @@ def _restore(est, body) -> None:
     est._bin_mapper = bm
     trees = [_tree_from_json(t, d, k) for k, t in enumerate(body["trees"])]
     best = body["best_iteration"]
-    est._set_fitted(trees, float(_dec_float_list([body["init_score"]], "init_score")[0]), [], None)
+    est._set_fitted(trees, float(_dec_float_list([body["init_score"]], "init_score")[0]), [], None,
+                    _selection_from_json(body.get("selected_features"), d, trees))
     est.best_iteration_ = best
+
+
+def _selection_from_json(values, n_features, trees):
+    """The optional ``selected_features`` of a refitted model: distinct feature indices that include
+    every feature the trees use."""
+    if values is None:
+        return None
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                               for v in values):
+        raise ValueError("model file: selected_features must be a list of integers")
+    sel = np.asarray(values, dtype=np.int64)
+    if np.unique(sel).size != sel.size or np.any(sel < 0) or np.any(sel >= n_features):
+        raise ValueError(f"model file: selected_features must be distinct indices in [0, {n_features})")
+    used = {int(f) for t in trees for f in t.used_features()}
+    if not used <= set(sel.tolist()):
+        raise ValueError("model file: the trees use features outside selected_features")
+    return sel
 
 
 def _tree_from_json(obj, n_features, k) -> Tree:

@@ -5,6 +5,12 @@ GBFS (Eq. 1 of the GT-GBM paper; Eq. 11/14 of the GBFS paper) charges
 Section 4.2) the charge is per bag: once any feature of a bag is used, every
 feature of that bag is free.  The split search receives the resulting vector; it
 never sees mu, costs or bags.
+
+A hard budget ``max_features = K`` caps Omega: once K bags (features, without bags) are used,
+every unused one is priced at ``+inf``, so no split may use it, and the split search may skip
+it altogether (:meth:`FeatureUsage.allowed_features`).  Below the budget mu still prices first
+uses.  Because the budget changes the penalty vector, filling it bumps ``version`` like any new
+use, which makes the grower re-score every pending leaf.
 """
 
 from __future__ import annotations
@@ -24,10 +30,12 @@ class FeatureUsage:
         Per-feature multipliers ``c_j`` (default 1).
     bags : ndarray of int, shape (n_features,) or None
         Bag id of every feature (default: each feature its own bag).
+    max_features : int or None
+        Budget: at most this many bags (features, without bags) ever enter Omega.
     """
 
     def __init__(self, n_features: int, mu: float, costs: np.ndarray | None = None,
-                 bags: np.ndarray | None = None):
+                 bags: np.ndarray | None = None, max_features: int | None = None):
         self.mu = float(mu)
         self.costs = np.ones(n_features) if costs is None else np.asarray(costs, dtype=np.float64)
         if bags is None:
@@ -38,6 +46,8 @@ class FeatureUsage:
         self.bag_used = np.zeros(int(self.bag_of.max()) + 1 if n_features else 0, dtype=bool)
         self.used = np.zeros(n_features, dtype=bool)
         self.order: list[int] = []  # features in order of first use
+        self.max_features = max_features
+        self.n_bags_used = 0
         self._penalty = self.mu * self.costs
         self.version = 0  # bumped whenever the penalty vector changes
         self._free = np.empty(0, dtype=np.int64)
@@ -46,6 +56,19 @@ class FeatureUsage:
     def penalty(self) -> np.ndarray:
         """``mu * c_j * 1{bag(j) has no used feature}`` (shared, do not modify)."""
         return self._penalty
+
+    @property
+    def full(self) -> bool:
+        """Whether the budget is exhausted: no unused bag may enter Omega any more."""
+        return self.max_features is not None and self.n_bags_used >= self.max_features
+
+    def allowed_features(self) -> np.ndarray | None:
+        """Features a split may still use: None (all of them) or, once the budget is full, Omega.
+
+        The split search scans only these, so a fit costs per tree ~K/d of a full scan after
+        its budget fills.
+        """
+        return self.free_features() if self.full else None
 
     def free_features(self) -> np.ndarray:
         """Features of the used bags, i.e. GT-GBM's Omega (sorted; shared, do not modify).
@@ -68,6 +91,8 @@ class FeatureUsage:
         if self.bag_used[bag]:
             return False
         self.bag_used[bag] = True
-        self._penalty = np.where(self.bag_used[self.bag_of], 0.0, self.mu * self.costs)
+        self.n_bags_used += 1
+        unused_price = np.inf if self.full else self.mu * self.costs
+        self._penalty = np.where(self.bag_used[self.bag_of], 0.0, unused_price)
         self.version += 1
         return True

@@ -10,7 +10,7 @@ import numbers
 
 import numpy as np
 
-METHODS = ("gbfs", "agbm", "gtgbm")
+METHODS = ("gbfs", "agbm", "gtgbm", "topk")
 GROUP_TEST_SCOPES = ("node", "tree")
 CRITERIA = ("sse", "newton")
 LEAF_ESTIMATES = ("mean", "newton")

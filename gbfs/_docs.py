@@ -1,0 +1,108 @@
+"""The parameter documentation shared by :class:`~gbfs.GBFSClassifier` and :class:`~gbfs.GBFSRegressor`."""
+
+PARAM_DOC = """
+    Parameters
+    ----------
+    method : {"agbm", "gbfs", "gtgbm", "topk"}, default="agbm"
+        Split criterion.  ``"gbfs"``: maximise ``gain - mu * c_j * 1{j unused}``
+        (Eq. 1 of the GT-GBM paper, Eq. 14 of the GBFS paper); ``"agbm"``: maximise
+        ``gain / SSE_root - mu * c_j * 1{j unused}`` where SSE_root is the SSE of the
+        residuals at the tree's root (A-GBM, Section 2 of the GT-GBM paper), so ``mu``
+        lies in [0, 1] whatever the scale of the target.  ``"gtgbm"``: the A-GBM
+        criterion over the used features and the candidates found by group tests
+        on random feature subsets (GT-GBM, Algorithm 2; see :mod:`gbfs.group_testing`).
+        ``"topk"``: GBDT-topK (GT-GBM paper, Section 5.1) in this booster: an unpenalised fit
+        on all features ranks them by ``importance_type``, then the top ``max_features`` are
+        refitted (always refitted; ``mu``, costs and bags do not apply).
+        With ``criterion="newton"`` the A-GBM divisor is the Newton counterpart of SSE_root,
+        ``sum w g^2/h - G^2/(H + lambda)`` over the root's rows, the largest gain any split of
+        the tree can reach (:func:`gbfs.boosting.gain_normaliser`), so normalised gains stay in
+        [0, 1] at every node of every tree and are invariant to the scale of ``y``.
+    mu : float, default=0.01
+        Penalty for using a new feature (or bag); 0 gives plain gradient boosting.
+    feature_costs : array-like of shape (n_features,), default=None
+        Per-feature multipliers ``c_j >= 0`` of ``mu`` (default all 1).
+    feature_bags : array-like of int, shape (n_features,), default=None
+        Bag id of each feature: once any feature of a bag is used, the whole bag is
+        free (GBFS paper, Section 4.2).  A bag's cost is that of the feature used.
+    max_features : int or None, default=None
+        Hard budget: once this many features are used (bags, when ``feature_bags`` is given --
+        a bag is what ``mu`` prices), no split may use a new one; ``mu`` still prices the first
+        uses before that.  Never exceeded.  Required by ``method="topk"`` (its K).
+    refit : bool, default=False
+        Relaxed refit (:mod:`gbfs.refit`): after the penalised fit has selected its features, grow
+        an unpenalised booster (Newton gain and leaves, the same tree settings and sampler, early
+        stopping on the eval set) on the selected features only; it is the fitted model.  The
+        selection fit ends as soon as its budget is full.  ``False`` keeps the papers' model.
+    selection_patience : int or None, default=None
+        Refit mode: end the selection fit once no new feature has been used for this many trees
+        (like early stopping, for the selection); None: only the budget and early stopping end it.
+    importance_type : {"gain", "split"}, default="gain"
+        What ``feature_importances_`` holds (LightGBM's definitions): the total unpenalised gain of
+        the splits on each feature, or their number; also GBDT-topK's ranking.
+    n_estimators : int, default=100
+    learning_rate : float, default=0.1
+        Shrinkage epsilon of Algorithm 3.
+    max_depth : int or None, default=None
+    max_leaves : int or None, default=31
+    min_samples_leaf : int, default=20
+    min_node_fraction : float in (0, 1) or None, default=None
+        The papers' alpha: a node with fewer than ``alpha * n`` rows is not split.
+    criterion : {"sse", "newton"}, default="sse"
+        ``"sse"``: first-order SSE reduction of the residuals (the papers' Eq. 1);
+        ``"newton"``: hessian-weighted gain as in LightGBM (not a paper method).
+    leaf_estimate : {"mean", "newton"}, default="mean"
+        Leaf value before shrinkage: mean residual (the papers' least-squares fit) or
+        ``sum r / (sum h + reg_lambda)`` (one Newton step, as LightGBM).
+    reg_lambda : float, default=0.0
+        L2 term added to hessian sums of the Newton forms.
+    min_child_weight : float, default=1e-3
+        Minimum sum of the second channel (weights or hessians) in a child.
+    max_bins : int, default=255
+        Value bins per feature (NaN has an extra bin).
+    bin_subsample : int or None, default=200000
+        Rows used to find bin edges.
+    early_stopping_rounds : int or None, default=None
+        Stop when the first eval set's loss has not improved for this many trees;
+        the model keeps the trees up to the best iteration.  Needs ``eval_set``.
+    n_target_features : int, default=10
+        GT-GBM's s, the number of important features sought per split (Algorithm 2).
+    delta : float in (0, 1), default=0.1
+        GT-GBM's failure probability of Theorem 4.1.
+    n_subsets : int or None, default=None
+        GT-GBM's number of random feature subsets p; None: ``ceil(e * s * ln(s / delta))``
+        (Theorem 4.1), or 1 when s = 1.
+    subset_size : int or None, default=None
+        Features per subset; None: ``ceil(n_features / s)`` (all features when s = 1).
+    group_test_scope : {"node", "tree"}, default="node"
+        ``"node"``: group tests at every node (Algorithm 2).  ``"tree"``: once per tree,
+        at the root; every node of that tree then searches the used features and that
+        candidate set (much faster; see the README for its measured effect).
+    group_test_rows : int or None, default=None
+        GT-GBM: a node with more rows runs its group tests on a seeded uniform sample
+        of this many rows (the candidates are still evaluated exactly on all rows).
+        None: all rows, as in the paper.
+    max_precompute_bytes : int, default=4 GiB
+        Memory budget of GT-GBM's precompute (float32 standardised copy + prefix sums);
+        a larger plan is refused with the largest settings that fit.
+    sampler : {None, "sgb", "goss", "mvs", "mvs_adaptive"}, default=None
+        Row sampling per tree (MVS paper; see :mod:`gbfs.sampling`): None uses every row;
+        ``"sgb"`` a uniform ``subsample`` without replacement; ``"goss"`` the ``top_rate`` rows
+        with the largest ``|g|`` plus ``other_rate`` of all rows drawn from the rest, weighted
+        ``(1 - top_rate) / other_rate``; ``"mvs"`` minimal variance sampling (Theorem 2,
+        Algorithms 1-2) with ``p_i = min(1, sqrt(g_i^2 + mvs_lambda h_i^2) / mu)``;
+        ``"mvs_adaptive"`` the same with lambda re-set every iteration.  The sampled rows and
+        their weights ``1/p_i`` are what the histograms, the split search, the root SSE of
+        A-GBM and the leaf values see; every row's score is updated by the tree.
+    subsample, top_rate, other_rate, mvs_lambda : float or None, default=None
+        Parameters of the sampler (None: 0.5, 0.2, 0.1, 0.1); an argument the chosen sampler
+        does not use must stay None.
+    goss_style : {"paper", "lightgbm"}, default="paper"
+        GOSS only: ``"lightgbm"`` ranks rows by ``|g h|`` and samples nothing during the first
+        ``1 / learning_rate`` iterations, as LightGBM does.
+    random_state : int, RandomState instance or None, default=None
+        Seed of every random choice (bin subsample, GT-GBM's subsets, row samples); same seed,
+        same model.
+    n_threads : int or None, default=None
+        Threads of the numba kernels (None: numba's default, all cores).
+"""
