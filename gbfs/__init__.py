@@ -2,6 +2,7 @@
 
 from .estimators import GBFSClassifier, GBFSRegressor
 from .model_io import load_model
+from .path import SelectionPath, selection_path
 
 __version__ = "0.1.0"
-__all__ = ["GBFSClassifier", "GBFSRegressor", "load_model", "__version__"]
+__all__ = ["GBFSClassifier", "GBFSRegressor", "SelectionPath", "load_model", "selection_path", "__version__"]

@@ -114,13 +114,12 @@ def _weighted_newton_sums(r, h, rows, w) -> tuple[float, float]:
 
 
 def _norm(params: BoostingParams, sse: float, g_sum: float, w_sum: float, newton_sums) -> float:
-    """The divisor of the gain of one tree: 1 (GBFS) or :func:`gain_normaliser` (A-GBM, GT-GBM).
+    """:func:`gain_normaliser` of one tree (A-GBM's and GT-GBM's divisor of the gain; GBFS divides
+    by 1 but records it too, as the scale of its ``mu``).
 
     ``newton_sums()`` returns ``(sum w g^2 / h, sum w h)`` over the root rows; it is only called
-    for the Newton criterion (an O(n) pass the other modes do not need).
+    for the Newton criterion (an O(n) pass the first-order mode does not need).
     """
-    if params.method == "gbfs":
-        return 1.0
     lam = params.growth.reg_lambda
     if params.criterion == "sse":
         n = sse if lam == 0.0 else gain_normaliser(g_sum, w_sum, sse + g_sum * g_sum / w_sum, lam)
@@ -213,11 +212,12 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 wr = rw[:tree_rows.shape[0]] if sampled.compacted else rw[tree_rows]
                 norm = _norm(params, sse, float(np.sum(wr)), w_sum,
                              lambda: _weighted_newton_sums(r, h, tree_rows, weights))
+            divisor = 1.0 if params.method == "gbfs" else norm
             if sampled is not None and sampled.compacted:
                 Xs = sampled.matrix(tree_rows.shape[0], X_binned.shape[1], X_binned.dtype)
-                grown = _grow_compact(grower, X_binned, Xs, tree_rows, rw, hw, usage, norm)
+                grown = _grow_compact(grower, X_binned, Xs, tree_rows, rw, hw, usage, divisor)
             else:
-                grown = grower.grow(tree_rows, rw, hw, usage, norm, hw_is_one=hw is ones)
+                grown = grower.grow(tree_rows, rw, hw, usage, divisor, hw_is_one=hw is ones)
             values = _leaf_values(grown, rw, den, params)
             tree = grown.builder.build(_node_values(grown, values))
             if sampled is None:

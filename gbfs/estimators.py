@@ -54,6 +54,24 @@ def _num_threads(n):
         numba.set_num_threads(old)
 
 
+@dataclasses.dataclass
+class _Prepared:
+    """Validated, binned training data and everything else a fit shares with its variants."""
+
+    X_binned: np.ndarray
+    y: np.ndarray
+    evals: list  # (name, X_binned, y)
+    bin_mapper: BinMapper
+    costs: np.ndarray | None
+    bags: np.ndarray | None
+    tester: object | None  # GT-GBM's precompute
+    plan: object | None
+    seed: int
+    callbacks: list
+    inputs: dict  # n_features_in_, feature_names_in_, classes_
+    timings: dict
+
+
 def _kept(result) -> list:
     """The trees an early-stopped fit keeps (up to its best iteration)."""
     if result.best_iteration is None:
@@ -245,6 +263,11 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         -------
         self
         """
+        return self._fit_prepared(self._prepare(X, y, eval_set, callbacks))
+
+    def _prepare(self, X, y, eval_set=None, callbacks=None) -> _Prepared:
+        """Validate the inputs, bin them and run GT-GBM's precompute: everything a fit needs that
+        does not depend on ``mu``, ``max_features`` or ``refit`` (a selection path shares it)."""
         params = self._validate_params()
         callbacks = V.check_callbacks(callbacks)
         # past this point a refused fit leaves the estimator unfitted, never an old model behind
@@ -263,55 +286,90 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             if not evals:
                 raise ValueError("early_stopping_rounds needs eval_set")
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
-        if self.max_features is not None and self.max_features > (d if bags is None else np.unique(bags).size):
+        if self.max_features is not None and self.max_features >= (d if bags is None else np.unique(bags).size):
             warnings.warn(f"max_features={self.max_features} is at least the number of "
                           f"{'bags' if bags is not None else 'features'} of X: the budget never binds",
-                          UserWarning, stacklevel=2)
+                          UserWarning, stacklevel=3)
         pl = self._group_test_plan(*X.shape) if params.method == "gtgbm" else None
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with _num_threads(self.n_threads):
             t0 = time.perf_counter()
-            self._bin_mapper = BinMapper(self.max_bins, self.bin_subsample,
-                                         np.random.default_rng(seed)).fit(X)
-            X_binned = self._bin_mapper.transform(X)
-            named = [("val" if k == 0 else f"val{k}", self._bin_mapper.transform(Xv), yv)
+            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed)).fit(X)
+            X_binned = bin_mapper.transform(X)
+            named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv)
                      for k, (Xv, yv) in enumerate(evals)]
             t1 = time.perf_counter()
             tester = None
             if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
                 tester = group_testing.GroupTester.precompute(
-                    X_binned, self._bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
+                    X_binned, bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
             t2 = time.perf_counter()
-            topk = params.method == "topk"
-            usage = FeatureUsage(d, 0.0 if topk else float(self.mu), costs, bags,
-                                 None if topk else self.max_features)
-            select = dataclasses.replace(params, method="gbfs") if topk else params
-            result = boost(X_binned, y, self._bin_mapper, select, usage, named, callbacks, model=self,
-                           group_tester=tester, rng=np.random.default_rng([seed, 2]),
-                           sample_rng=np.random.default_rng([seed, 3]))
+        inputs = {k: getattr(self, k) for k in ("n_features_in_", "feature_names_in_", "classes_")
+                  if hasattr(self, k)}
+        return _Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
+                         {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1})
+
+    def _fit_prepared(self, prep: _Prepared, selection=None, selection_history=None):
+        """Fit on prepared data.  With ``selection`` (refit mode or ``"topk"``), skip the selection
+        fit and refit on those features: a selection path computes selections once for many
+        budgets and hands each model its own."""
+        params = self._validate_params()
+        self._reset_fitted()
+        for k, v in prep.inputs.items():
+            setattr(self, k, v)
+        d, seed, topk = prep.X_binned.shape[1], prep.seed, params.method == "topk"
+        self._bin_mapper = prep.bin_mapper
+        with _num_threads(self.n_threads):
+            t2 = time.perf_counter()
+            result = None
+            if selection is None:
+                result, usage = self._select(prep, params)
+                if topk:
+                    selection = top_k(_kept(result), d, self.max_features, self.importance_type)
+                elif self.refit:
+                    selection = np.asarray(usage.order, dtype=np.int64)
+                selection_history = result.history
             t3 = time.perf_counter()
-            selection = None
-            if topk or self.refit:
-                selection = (top_k(_kept(result), d, self.max_features, self.importance_type) if topk
-                             else np.asarray(usage.order, dtype=np.int64))
-                self.selection_history_ = result.history
-                if selection.size:  # nothing selected: the constant model of the selection fit stays
-                    result = refit(X_binned, y, self._bin_mapper, selection, params, named, callbacks,
-                                   model=self, sample_rng=np.random.default_rng([seed, 4]))
+            if selection is not None:
+                selection = np.asarray(selection, dtype=np.int64)
+                self.selection_history_ = selection_history
+                if result is None and not selection.size:
+                    raise ValueError("selection must hold at least one feature")
+                if selection.size:  # nothing selected: the selection fit's constant model stays
+                    result = refit(prep.X_binned, prep.y, prep.bin_mapper, selection, params, prep.evals,
+                                   prep.callbacks, model=self, sample_rng=np.random.default_rng([seed, 4]))
             t4 = time.perf_counter()
-        del tester  # the precompute is not part of the model
         self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration,
                          selection)
-        self.timings_ = {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1,
-                         "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
-                         "binned_bytes": int(X_binned.nbytes),
-                         "precompute_bytes": 0 if pl is None else int(pl.nbytes)}
-        if bags is not None:
-            self.n_bags_selected_ = int(np.unique(usage.bag_of[self.selected_features_]).size)
-        if pl is not None:
-            self.n_subsets_ = pl.n_subsets
-            self.subset_size_ = pl.subset_size
+        self.timings_ = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
+                         "binned_bytes": int(prep.X_binned.nbytes),
+                         "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes)}
+        if prep.bags is not None:
+            bag_of = FeatureUsage(d, 0.0, None, prep.bags).bag_of
+            self.n_bags_selected_ = int(np.unique(bag_of[self.selected_features_]).size)
+        if prep.plan is not None:
+            self.n_subsets_ = prep.plan.n_subsets
+            self.subset_size_ = prep.plan.subset_size
         return self
+
+    def _select(self, prep: _Prepared, params=None, plain: bool = False):
+        """The selection fit (the whole fit without refit): ``(BoostingResult, FeatureUsage)``.
+
+        ``plain``: an unpenalised fit on every feature whatever the method (GBDT-topK's ranking
+        fit), with no budget and no early end of the selection.
+        """
+        params = self._validate_params() if params is None else params
+        plain = plain or params.method == "topk"
+        usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(self.mu), prep.costs, prep.bags,
+                             None if plain else self.max_features)
+        if plain:
+            params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
+        with _num_threads(self.n_threads):
+            result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
+                           model=self, group_tester=None if plain else prep.tester,
+                           rng=np.random.default_rng([prep.seed, 2]),
+                           sample_rng=np.random.default_rng([prep.seed, 3]))
+        return result, usage
 
     def _reset_fitted(self) -> None:
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:

@@ -148,6 +148,15 @@ def _store_split(f, res, gain, bin_, missing_left, left_sums):
     left_sums[f, 2] = res[5]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins_non_missing, sum_g, sum_h, sum_c,
+                    min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
+    _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf)
+    res = _scan_feature(hf, n_bins_non_missing[f], sum_g, sum_h, sum_c, min_samples_leaf,
+                        min_child_weight, reg_lambda)
+    _store_split(f, res, gain, bin_, missing_left, left_sums)
+
+
 @njit(parallel=True, cache=True)
 def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, n_bins_non_missing,
                    sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
@@ -162,11 +171,35 @@ def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist,
         scratch = np.empty((hist.shape[1], 3), dtype=np.float64)
         for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
             f = features[k]
-            hf = hist[f] if keep else scratch
-            _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf)
-            res = _scan_feature(hf, n_bins_non_missing[f], sum_g, sum_h, sum_c, min_samples_leaf,
-                                min_child_weight, reg_lambda)
-            _store_split(f, res, gain, bin_, missing_left, left_sums)
+            _build_scan_one(X_binned, rows, r_ord, h_ord, f, hist[f] if keep else scratch,
+                            n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+                            reg_lambda, gain, bin_, missing_left, left_sums)
+
+
+@njit(cache=True, nogil=True)
+def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, n_bins_non_missing,
+                          sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
+                          gain, bin_, missing_left, left_sums):
+    """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
+    than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
+    scratch = np.empty((hist.shape[1], 3), dtype=np.float64)
+    for k in range(features.shape[0]):
+        f = features[k]
+        _build_scan_one(X_binned, rows, r_ord, h_ord, f, hist[f] if keep else scratch, n_bins_non_missing,
+                        sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, gain, bin_,
+                        missing_left, left_sums)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _subtract_scan_one(pf, sf, f, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+                       min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
+    for b in range(pf.shape[0]):
+        pf[b, 0] -= sf[b, 0]
+        pf[b, 1] -= sf[b, 1]
+        pf[b, 2] -= sf[b, 2]
+    res = _scan_feature(pf, n_bins_non_missing[f], sum_g, sum_h, sum_c, min_samples_leaf,
+                        min_child_weight, reg_lambda)
+    _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
 @njit(parallel=True, cache=True)
@@ -176,12 +209,16 @@ def subtract_and_scan(parent, small, features, n_bins_non_missing, sum_g, sum_h,
     """``parent[f] -= small[f]`` (the parent's buffer becomes the larger child's) and scan it."""
     for k in prange(features.shape[0]):
         f = features[k]
-        pf = parent[f]
-        sf = small[f]
-        for b in range(pf.shape[0]):
-            pf[b, 0] -= sf[b, 0]
-            pf[b, 1] -= sf[b, 1]
-            pf[b, 2] -= sf[b, 2]
-        res = _scan_feature(pf, n_bins_non_missing[f], sum_g, sum_h, sum_c, min_samples_leaf,
-                            min_child_weight, reg_lambda)
-        _store_split(f, res, gain, bin_, missing_left, left_sums)
+        _subtract_scan_one(parent[f], small[f], f, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+                           min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
+
+
+@njit(cache=True, nogil=True)
+def subtract_and_scan_serial(parent, small, features, n_bins_non_missing, sum_g, sum_h, sum_c,
+                             min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
+                             left_sums):
+    """:func:`subtract_and_scan` on one thread (a few features: no thread-pool wake-up)."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        _subtract_scan_one(parent[f], small[f], f, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+                           min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)

@@ -1,0 +1,338 @@
+"""The selection path: the best model within each of several feature budgets, mu found automatically.
+
+``selection_path(estimator, X, y, eval_set=..., budgets=(5, 10, 20, 50))`` answers "give me the best
+K features and a good model on them" for every K at once.  It never looks at a test set to choose.
+
+How it searches (everything shares one binning of the data and one GT-GBM precompute):
+
+1. **The unpenalised fit** (``mu = 0``, early stopping on the eval set) gives the scale of ``mu``:
+   ``mu_max``, the normalised gain of the first tree's root split, is the smallest ``mu`` at
+   which nothing is ever selected.  It also ranks the features by gain (GBDT-topK's ranking).
+2. **Probes.**  A selection fit at ``mu`` with the largest budget (``max_features = max(budgets)``)
+   ends as soon as its budget is full or Omega has stopped growing for ``patience`` trees.  Its
+   features in order of first use serve every budget at once: the selection of
+   ``max_features = K`` at that ``mu`` is exactly the first K of them (the two fits are identical
+   until the K-th feature is used).  Probes start at ``mu_max`` and go down geometrically until
+   the largest budget is filled; then each budget's bracket -- the largest ``mu`` that still fills
+   it and the smallest that does not -- is bisected in ``log mu`` (``refine`` times), because the
+   most selective ``mu`` that fills a budget is the one that adds a feature only when it pays.
+3. **Candidates** of budget K: the first K features of the probes that fill it (the bracket's
+   lower end and the probe below it), of the unpenalised fit, and GBDT-topK (the unpenalised fit's
+   top K by gain) -- each refitted without penalty on its features (:mod:`gbfs.refit`).  The one
+   with the best validation score is the budget's model.  A budget that no probe can fill (the data
+   supports fewer features) gets the largest selection found and a ``note`` saying why.
+
+Every chosen model is reproducible alone: ``clone(estimator).set_params(mu=r.mu, max_features=K,
+refit=True, selection_patience=patience).fit(X, y, eval_set=eval_set)`` gives the same model
+(``method="topk"`` for a GBDT-topK choice).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import clone, is_classifier
+
+from . import validation as V
+from .metrics import roc_auc
+from .penalty import FeatureUsage
+
+
+@dataclass
+class BudgetResult:
+    """The chosen model of one budget.
+
+    Attributes
+    ----------
+    budget : int
+    mu : float or None
+        Penalty of the chosen selection (None for GBDT-topK).
+    source : str
+        ``"penalised"`` (a probe's first K features), ``"unpenalised"`` or ``"topk"``.
+    features : ndarray of int
+        The selected features, in order of selection.
+    val_score : float
+        Validation AUC (classifier) or minus the validation RMSE (regressor) of the refitted model.
+    test_score : float or None
+        The same on ``test_set`` (computed after the choice, never used for it).
+    seconds : float
+        Refit time of the chosen model.
+    model : fitted estimator
+    note : str
+        Why the budget was not hit exactly, if it was not.
+    """
+
+    budget: int
+    mu: float | None
+    source: str
+    features: np.ndarray
+    val_score: float
+    test_score: float | None
+    seconds: float
+    model: object
+    note: str = ""
+
+    @property
+    def n_features(self) -> int:
+        return int(self.features.shape[0])
+
+
+@dataclass
+class SelectionPath:
+    """What :func:`selection_path` found: one :class:`BudgetResult` per budget, the probes and timings."""
+
+    results: list[BudgetResult]
+    probes: list[dict]  # mu, n_features, order, seconds, trees
+    candidates: list[dict]  # budget, mu, source, n_features, val_score
+    mu_max: float
+    seconds: float
+    timings: dict = field(default_factory=dict)
+
+    def __getitem__(self, budget: int) -> BudgetResult:
+        for r in self.results:
+            if r.budget == budget:
+                return r
+        raise KeyError(f"no budget {budget}; budgets: {[r.budget for r in self.results]}")
+
+    def to_frame(self):
+        """One row per budget (pandas DataFrame)."""
+        import pandas as pd
+
+        return pd.DataFrame([{"budget": r.budget, "n_features": r.n_features, "mu": r.mu, "source": r.source,
+                              "val_score": r.val_score, "test_score": r.test_score, "seconds": r.seconds,
+                              "features": r.features.tolist(), "note": r.note} for r in self.results])
+
+    def plot(self, ax=None):
+        """Validation score (and test score, if computed) against the number of features, with every
+        candidate of every budget as a faint point; returns the matplotlib Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4))
+        ax.scatter([c["n_features"] for c in self.candidates], [c["val_score"] for c in self.candidates],
+                   s=12, alpha=0.35, color="grey", label="candidates (validation)")
+        ks = [r.n_features for r in self.results]
+        ax.plot(ks, [r.val_score for r in self.results], "o-", label="chosen (validation)")
+        if all(r.test_score is not None for r in self.results):
+            ax.plot(ks, [r.test_score for r in self.results], "s--", label="chosen (test)")
+        ax.set_xscale("log")
+        ax.set_xlabel("number of features")
+        ax.set_ylabel("AUC" if self.timings.get("metric") == "auc" else "-RMSE")
+        ax.set_title(f"Selection path ({len(self.probes)} probes, {self.seconds:.1f} s)")
+        ax.legend(fontsize=8)
+        return ax
+
+
+def _score(model, X, y, classifier: bool) -> float:
+    if classifier:
+        return roc_auc((y == model.classes_[1]).astype(np.float64), model.decision_function(X))
+    return -float(np.sqrt(np.mean((np.asarray(y, dtype=np.float64) - model.predict(X)) ** 2)))
+
+
+def _prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:
+    """The first features of ``order`` that use at most ``k`` bags (features, without bags)."""
+    out, bags = [], set()
+    for f in order:
+        b = int(bag_of[f])
+        if b not in bags and len(bags) == k:
+            break
+        bags.add(b)
+        out.append(f)
+    return np.asarray(out, dtype=np.int64)
+
+
+class _Search:
+    """Probes of the path: selection fits at given ``mu`` sharing the prepared data."""
+
+    def __init__(self, template, prep, k_max: int, patience: int):
+        self.template, self.prep, self.k_max, self.patience = template, prep, k_max, patience
+        self.probes: dict[float, dict] = {}
+        self.bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
+
+    def n_bags(self, order) -> int:
+        return len({int(self.bag_of[f]) for f in order})
+
+    def probe(self, mu: float) -> dict:
+        if mu in self.probes:
+            return self.probes[mu]
+        est = clone(self.template).set_params(mu=mu, max_features=self.k_max, refit=True,
+                                              selection_patience=self.patience)
+        t0 = time.perf_counter()
+        result, usage = est._select(self.prep)
+        self.probes[mu] = rec = {"mu": mu, "order": list(usage.order), "n_bags": usage.n_bags_used,
+                                 "n_features": len(usage.order), "trees": len(result.trees),
+                                 "seconds": time.perf_counter() - t0, "history": result.history}
+        return rec
+
+    def bracket(self, k: int, mu_max: float) -> tuple[float | None, float]:
+        """(largest probed mu filling k bags, smallest probed mu above it that does not -- at worst
+        ``mu_max``, where nothing is selected)."""
+        fills = [m for m, p in self.probes.items() if p["n_bags"] >= k]
+        lo = max(fills) if fills else None
+        above = [m for m in self.probes if lo is None or m > lo]
+        return lo, min(above + [mu_max])
+
+
+def _check(estimator, budgets, eval_set, patience, n_probes, refine):
+    from .estimators import _GBFSBase
+
+    if not isinstance(estimator, _GBFSBase):
+        raise TypeError(f"estimator must be a GBFSClassifier or GBFSRegressor, got {type(estimator).__name__}")
+    if estimator.method not in ("gbfs", "agbm", "gtgbm"):
+        raise ValueError(f"estimator.method must be 'gbfs', 'agbm' or 'gtgbm' for a selection path, got "
+                         f"{estimator.method!r} (GBDT-topK is one of the path's candidates already)")
+    if isinstance(budgets, (int, np.integer)) or not hasattr(budgets, "__iter__"):
+        raise TypeError(f"budgets must be a sequence of ints, got {budgets!r}")
+    budgets = sorted({V.check_int("budgets[]", b, 1) for b in budgets})
+    if not budgets:
+        raise ValueError("budgets must hold at least one budget")
+    if eval_set is None:
+        raise ValueError("eval_set is required: the path chooses each budget's model on it")
+    V.check_int("patience", patience, 1)
+    V.check_int("n_probes", n_probes, 2)
+    V.check_int("refine", refine, 0)
+    return budgets
+
+
+def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 10,
+                   n_probes: int = 12, refine: int = 1, ratio: float = 4.0) -> SelectionPath:
+    """Find, for each feature budget, the best validated model using at most that many features.
+
+    Parameters
+    ----------
+    estimator : GBFSClassifier or GBFSRegressor
+        The template: method (``"gbfs"``, ``"agbm"``, ``"gtgbm"``), criterion, tree settings,
+        sampler, seed.  Its ``mu``, ``max_features`` and ``refit`` are set by the path.  Give it
+        ``early_stopping_rounds`` so that every fit stops on the eval set.
+    X, y : training data
+    eval_set : tuple (X_val, y_val)
+        The validation data every choice is made on.
+    budgets : sequence of int, default=(5, 10, 20, 50)
+        Numbers of features (bags, with ``feature_bags``).
+    test_set : tuple (X_test, y_test), optional
+        Scored once per chosen model, after the choice.
+    patience : int, default=10
+        A probe ends when Omega has not grown for this many trees (``selection_patience``).
+    n_probes : int, default=12
+        At most this many selection fits.
+    refine : int, default=1
+        Bisections of each budget's ``mu`` bracket after the geometric descent.
+    ratio : float, default=4.0
+        Step of the geometric descent of ``mu`` from ``mu_max``.
+
+    Returns
+    -------
+    SelectionPath
+    """
+    budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine)
+    V.check_real("ratio", ratio, low=1.0, low_open=True)
+    t_start = time.perf_counter()
+    prep = clone(estimator).set_params(max_features=None, refit=False, selection_patience=None)._prepare(
+        X, y, eval_set)
+    base = _Unpenalised(estimator, prep, patience)
+    t_base = time.perf_counter() - t_start
+    mu_max = base.mu_max
+    search = _Search(estimator, prep, budgets[-1], patience)
+    k_max = budgets[-1]
+    mu = mu_max / ratio
+    while mu_max > 0 and len(search.probes) < n_probes:  # geometric descent until the largest budget fills
+        if search.probe(mu)["n_bags"] >= k_max or mu < mu_max * 1e-9:
+            break
+        mu /= ratio
+    for _ in range(refine):
+        for k in budgets:
+            lo, hi = search.bracket(k, mu_max)
+            if lo is not None and hi / lo > 1.25 and len(search.probes) < n_probes:
+                search.probe(math.sqrt(lo * hi))
+    classifier = is_classifier(estimator)
+    X_val, y_val = eval_set
+    results, candidates = [], []
+    for k in budgets:
+        results.append(_choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates))
+    if test_set is not None:
+        for r in results:
+            r.test_score = _score(r.model, test_set[0], test_set[1], classifier)
+    probes = [{k: v for k, v in p.items() if k != "history"} for _, p in sorted(search.probes.items())]
+    timings = {"unpenalised_seconds": t_base, "probe_seconds": sum(p["seconds"] for p in probes),
+               "metric": "auc" if classifier else "neg_rmse"}
+    return SelectionPath(results, probes, candidates, mu_max, time.perf_counter() - t_start, timings)
+
+
+class _Unpenalised:
+    """The path's unpenalised fit on every feature: the scale of mu, the mu = 0 selection, the ranking."""
+
+    def __init__(self, template, prep, patience: int):
+        from .estimators import _kept
+
+        result, usage = clone(template).set_params(mu=0.0, max_features=None, refit=False,
+                                                   selection_patience=None)._select(prep, plain=True)
+        self.kept = _kept(result)
+        self.n_features = prep.X_binned.shape[1]
+        h = result.history
+        root = result.trees[0] if result.trees else None
+        split = root is not None and root.feature[0] >= 0
+        # the smallest mu at which the first tree's root, and so every tree, cannot split
+        divisor = 1.0 if template.method == "gbfs" else (h[0]["gain_normaliser"] if split else 1.0)
+        self.mu_max = float(root.gain[0] / divisor) if split else 0.0
+        # the mu = 0 selection fit with a patience would have ended where Omega first stalled
+        n_used = len(usage.order)
+        for i in range(patience, len(h)):
+            if h[i]["n_features_used"] == h[i - patience]["n_features_used"]:
+                n_used = h[i]["n_features_used"]
+                break
+        self.order = usage.order[:n_used]
+
+    def top_k(self, k: int) -> np.ndarray:
+        from .refit import top_k
+
+        return top_k(self.kept, self.n_features, k, "gain")
+
+
+def _candidates(k: int, base: _Unpenalised, search: _Search) -> list[tuple]:
+    """(mu, source, features) of budget ``k``: the bracket's probes, the unpenalised fit, GBDT-topK."""
+    fills = sorted((m for m, p in search.probes.items() if p["n_bags"] >= k), reverse=True)
+    picks = fills[:2] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
+                                     if search.probes else [])
+    out = [(m, "penalised", _prefix(search.probes[m]["order"], k, search.bag_of)) for m in picks]
+    out.append((0.0, "unpenalised", _prefix(base.order, k, search.bag_of)))
+    if search.prep.bags is None:  # GBDT-topK ranks features, not bags
+        out.append((None, "topk", base.top_k(k)))
+    return [c for c in out if c[2].size]
+
+
+def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates) -> BudgetResult:
+    best, seen = None, set()
+    for mu, source, feats in _candidates(k, base, search):
+        key = tuple(sorted(feats.tolist()))
+        if key in seen:
+            continue
+        seen.add(key)
+        model = clone(estimator)
+        if source == "topk":
+            model.set_params(method="topk", max_features=k, refit=True, selection_patience=None)
+        else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
+            model.set_params(mu=mu, max_features=k, refit=True, selection_patience=search.patience,
+                             **({"method": "agbm"} if source == "unpenalised" and estimator.method == "gtgbm"
+                                else {}))
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():  # GT-GBM's settings are moot for the other methods
+            warnings.simplefilter("ignore", UserWarning)
+            model._fit_prepared(prep, selection=feats)
+        seconds = time.perf_counter() - t0
+        val = _score(model, X_val, y_val, classifier)
+        candidates.append({"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
+                           "val_score": val, "seconds": seconds})
+        if best is None or val > best.val_score:
+            best = BudgetResult(k, mu, source, feats, val, None, seconds, model)
+    if best is None:
+        raise ValueError(f"budget {k}: no feature was ever selected (the unpenalised fit makes no split)")
+    if best.n_features < k:
+        reach = max([search.n_bags(base.order)]
+                    + [p["n_bags"] for p in search.probes.values()])
+        best.note = (f"{best.n_features} features: the unpenalised fit and every probe use at most {reach} "
+                     f"{'bags' if prep.bags is not None else 'features'}")
+    return best
