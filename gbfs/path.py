@@ -284,6 +284,7 @@ class _Unpenalised:
             if h[i]["n_features_used"] == h[i - patience]["n_features_used"]:
                 n_used = h[i]["n_features_used"]
                 break
+        self.full_order = list(usage.order)
         self.order = usage.order[:n_used]
 
     def top_k(self, k: int) -> np.ndarray:
@@ -331,7 +332,7 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
     if best is None:
         raise ValueError(f"budget {k}: no feature was ever selected (the unpenalised fit makes no split)")
     if best.n_features < k:
-        reach = max([search.n_bags(base.order)]
+        reach = max([search.n_bags(base.full_order)]
                     + [p["n_bags"] for p in search.probes.values()])
         best.note = (f"{best.n_features} features: the unpenalised fit and every probe use at most {reach} "
                      f"{'bags' if prep.bags is not None else 'features'}")

@@ -1,0 +1,129 @@
+"""The selection path (:func:`gbfs.selection_path`): budgets hit, seeded, chosen on validation only."""
+
+from __future__ import annotations
+
+import json
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from sklearn.base import clone  # noqa: E402
+from sklearn.datasets import make_classification  # noqa: E402
+
+from gbfs import GBFSClassifier, GBFSRegressor, selection_path  # noqa: E402
+from gbfs.metrics import roc_auc  # noqa: E402
+
+KW = dict(n_estimators=40, max_depth=3, max_leaves=8, min_samples_leaf=10, early_stopping_rounds=5,
+          criterion="newton", leaf_estimate="newton", random_state=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_classification(900, 30, n_informative=6, n_redundant=4, random_state=0)
+    return X[:500], y[:500], X[500:700], y[500:700], X[700:], y[700:]
+
+
+@pytest.fixture(scope="module")
+def path(data):
+    Xt, yt, Xv, yv, Xs, ys = data
+    return selection_path(GBFSClassifier(method="agbm", **KW), Xt, yt, eval_set=(Xv, yv), budgets=(2, 4, 8),
+                          test_set=(Xs, ys))
+
+
+def test_every_budget_is_hit_exactly(path):
+    assert [r.budget for r in path.results] == [2, 4, 8]
+    for r in path.results:
+        assert r.n_features == r.budget and not r.note
+        used = {int(f) for t in r.model.trees_ for f in t.feature if f >= 0}
+        assert used <= set(r.features.tolist())
+        assert r.model.selected_features_.tolist() == r.features.tolist()
+
+
+def test_each_budget_takes_its_best_validated_candidate(path, data):
+    Xv, yv = data[2], data[3]
+    # probes, the unpenalised fit and GBDT-topK compete (the same feature set is refitted once)
+    assert max(sum(c["budget"] == k for c in path.candidates) for k in (2, 4, 8)) >= 2
+    for r in path.results:
+        cands = [c for c in path.candidates if c["budget"] == r.budget]
+        assert r.val_score == max(c["val_score"] for c in cands)
+        assert r.val_score == pytest.approx(roc_auc(yv, r.model.decision_function(Xv)), abs=1e-12)
+
+
+def test_probes_descend_from_mu_max(path):
+    mus = [p["mu"] for p in path.probes]
+    assert 0 < max(mus) < path.mu_max
+    counts = [p["n_features"] for p in sorted(path.probes, key=lambda p: p["mu"])]
+    assert counts[0] == 8  # the smallest mu fills the largest budget
+
+
+def test_chosen_model_is_reproducible_alone(path, data):
+    Xt, yt, Xv, yv = data[:4]
+    r = path[4]
+    est = GBFSClassifier(method="agbm", **KW)
+    if r.source == "topk":
+        est.set_params(method="topk", max_features=4)
+    else:
+        est.set_params(mu=r.mu, max_features=4, refit=True, selection_patience=10)
+    est.fit(Xt, yt, eval_set=(Xv, yv))
+    assert est.selected_features_.tolist() == r.features.tolist()
+    np.testing.assert_array_equal(est.decision_function(Xv), r.model.decision_function(Xv))
+
+
+def test_path_never_looks_at_test(data, path):
+    """Scrambled test labels change the test scores, never a choice."""
+    Xt, yt, Xv, yv, Xs, ys = data
+    scrambled = selection_path(GBFSClassifier(method="agbm", **KW), Xt, yt, eval_set=(Xv, yv), budgets=(2, 4, 8),
+                               test_set=(Xs, np.random.default_rng(0).permutation(ys)))
+    for a, b in zip(path.results, scrambled.results):
+        assert a.features.tolist() == b.features.tolist() and a.mu == b.mu and a.val_score == b.val_score
+    assert [a.test_score for a in path.results] != [b.test_score for b in scrambled.results]
+
+
+def test_path_is_reproducible_by_seed(data, path):
+    Xt, yt, Xv, yv = data[:4]
+    again = selection_path(GBFSClassifier(method="agbm", **KW), Xt, yt, eval_set=(Xv, yv), budgets=(8, 4, 2))
+    assert [(r.mu, r.features.tolist()) for r in again.results] == [(r.mu, r.features.tolist())
+                                                                    for r in path.results]
+
+
+def test_frame_plot_and_unreachable_budget(data, path):
+    frame = path.to_frame()
+    assert frame["n_features"].tolist() == [2, 4, 8]
+    json.dumps(frame.to_dict("records"))
+    assert path.plot() is not None
+    Xt, yt, Xv, yv = data[:4]
+    tiny = selection_path(GBFSRegressor(method="gbfs", **KW), Xt[:, :3], Xt[:, 0] + 0.1 * Xt[:, 1], eval_set=(
+        Xv[:, :3], Xv[:, 0] + 0.1 * Xv[:, 1]), budgets=(2, 5))
+    assert tiny[2].n_features == 2
+    assert tiny[5].n_features == 3 and "at most 3 features" in tiny[5].note
+
+
+def test_gtgbm_and_bags(data):
+    Xt, yt, Xv, yv = data[:4]
+    gt = selection_path(GBFSClassifier(method="gtgbm", n_target_features=3, group_test_scope="tree", **KW),
+                        Xt, yt, eval_set=(Xv, yv), budgets=(3,))
+    assert gt[3].n_features == 3
+    bags = np.arange(30) // 3
+    bagged = selection_path(GBFSClassifier(method="agbm", feature_bags=bags, **KW), Xt, yt, eval_set=(Xv, yv),
+                            budgets=(2,))
+    assert len({int(bags[f]) for f in bagged[2].features}) <= 2
+    assert all(c["source"] != "topk" for c in bagged.candidates)  # GBDT-topK ranks features, not bags
+
+
+@pytest.mark.parametrize("kwargs,err,match", [
+    (dict(budgets=()), ValueError, "at least one budget"),
+    (dict(budgets=5), TypeError, "budgets must be a sequence"),
+    (dict(budgets=(0, 3)), ValueError, "budgets"),
+    (dict(eval_set=None), ValueError, "eval_set is required"),
+    (dict(patience=0), ValueError, "patience"),
+])
+def test_bad_arguments(data, kwargs, err, match):
+    Xt, yt, Xv, yv = data[:4]
+    args = dict(eval_set=(Xv, yv), budgets=(2,))
+    args.update(kwargs)
+    with pytest.raises(err, match=match):
+        selection_path(GBFSClassifier(**KW), Xt, yt, **args)
+    with pytest.raises(ValueError, match="estimator.method"):
+        selection_path(clone(GBFSClassifier(method="topk", max_features=2)), Xt, yt, eval_set=(Xv, yv))
