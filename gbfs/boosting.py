@@ -211,7 +211,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
                 rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
                 wr = rw[:tree_rows.shape[0]] if sampled.compacted else rw[tree_rows]
                 norm = _norm(params, sse, float(np.sum(wr)), w_sum,
-                             lambda: _weighted_newton_sums(r, h, tree_rows, weights))
+                             lambda rows=tree_rows, w=weights: _weighted_newton_sums(r, h, rows, w))
             divisor = 1.0 if params.method == "gbfs" else norm
             if sampled is not None and sampled.compacted:
                 Xs = sampled.matrix(tree_rows.shape[0], X_binned.shape[1], X_binned.dtype)

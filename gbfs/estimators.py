@@ -35,8 +35,6 @@ from .penalty import FeatureUsage
 from .refit import IMPORTANCE_TYPES, importances, refit, top_k
 from .tree import PackedEnsemble
 
-
-
 _GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
                       "group_test_rows", "max_precompute_bytes")
 
@@ -286,7 +284,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             if not evals:
                 raise ValueError("early_stopping_rounds needs eval_set")
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
-        if self.max_features is not None and self.max_features >= (d if bags is None else np.unique(bags).size):
+        n_units = d if bags is None else np.unique(bags).size
+        if self.max_features is not None and self.max_features >= n_units:
             warnings.warn(f"max_features={self.max_features} is at least the number of "
                           f"{'bags' if bags is not None else 'features'} of X: the budget never binds",
                           UserWarning, stacklevel=3)

@@ -25,8 +25,14 @@ from numba import njit
 from ._types import MISSING_BIN, N_BINS, ROW_DTYPE
 from .histogram import build_histogram, build_histogram_features, gather, new_histogram
 from .penalty import FeatureUsage
-from .splitting import (build_and_scan, build_and_scan_serial, penalized_best, subtract_and_scan,
-                        subtract_and_scan_serial)
+from .splitting import (
+    build_and_scan,
+    build_and_scan_serial,
+    penalized_best,
+    subtract_and_scan,
+    subtract_and_scan_serial,
+)
+from .tree import TreeBuilder
 
 #: below this many row-features (histogram updates) a node's search runs on one thread: the
 #: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
@@ -34,7 +40,6 @@ from .splitting import (build_and_scan, build_and_scan_serial, penalized_best, s
 SERIAL_WORK = 60_000
 #: histogram subtractions of at most this many features run on one thread (256 bins each)
 SERIAL_SUBTRACT_FEATURES = 48
-from .tree import TreeBuilder
 
 
 @dataclass
@@ -387,7 +392,8 @@ class TreeGrower:
         p = self.params
         self._alloc_split_arrays(large)
         large.searched = features
-        kernel = subtract_and_scan_serial if features.shape[0] <= SERIAL_SUBTRACT_FEATURES else subtract_and_scan
+        serial = features.shape[0] <= SERIAL_SUBTRACT_FEATURES
+        kernel = subtract_and_scan_serial if serial else subtract_and_scan
         kernel(parent_hist, small_hist, features, self.n_bins, large.sum_g,
                           large.sum_h, float(large.count), float(p.min_samples_leaf),
                           p.min_child_weight, p.reg_lambda, large.gain, large.bin,

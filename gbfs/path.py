@@ -181,7 +181,8 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
     from .estimators import _GBFSBase
 
     if not isinstance(estimator, _GBFSBase):
-        raise TypeError(f"estimator must be a GBFSClassifier or GBFSRegressor, got {type(estimator).__name__}")
+        raise TypeError(f"estimator must be a GBFSClassifier or GBFSRegressor, got "
+                        f"{type(estimator).__name__}")
     if estimator.method not in ("gbfs", "agbm", "gtgbm"):
         raise ValueError(f"estimator.method must be 'gbfs', 'agbm' or 'gtgbm' for a selection path, got "
                          f"{estimator.method!r} (GBDT-topK is one of the path's candidates already)")

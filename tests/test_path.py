@@ -74,8 +74,8 @@ def test_chosen_model_is_reproducible_alone(path, data):
 def test_path_never_looks_at_test(data, path):
     """Scrambled test labels change the test scores, never a choice."""
     Xt, yt, Xv, yv, Xs, ys = data
-    scrambled = selection_path(GBFSClassifier(method="agbm", **KW), Xt, yt, eval_set=(Xv, yv), budgets=(2, 4, 8),
-                               test_set=(Xs, np.random.default_rng(0).permutation(ys)))
+    scrambled = selection_path(GBFSClassifier(method="agbm", **KW), Xt, yt, eval_set=(Xv, yv),
+                               budgets=(2, 4, 8), test_set=(Xs, np.random.default_rng(0).permutation(ys)))
     for a, b in zip(path.results, scrambled.results):
         assert a.features.tolist() == b.features.tolist() and a.mu == b.mu and a.val_score == b.val_score
     assert [a.test_score for a in path.results] != [b.test_score for b in scrambled.results]

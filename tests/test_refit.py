@@ -29,7 +29,8 @@ def test_refit_is_an_unpenalised_fit_on_the_selected_columns(clf_split, method, 
     assert 1 <= sel.size <= 4
     assert _used(est) <= set(sel.tolist())  # the refit model uses no other feature
     # the selection order is the penalised fit's order of first use
-    plain = GBFSClassifier(method=method, mu=mu, max_features=4, **TREES, **extra).fit(Xt, yt, eval_set=(Xv, yv))
+    plain = GBFSClassifier(method=method, mu=mu, max_features=4, **TREES, **extra).fit(
+        Xt, yt, eval_set=(Xv, yv))
     assert sel.tolist() == plain.selected_features_[:sel.size].tolist()
     ref = GBFSClassifier(**UNPENALISED, **TREES).fit(Xt[:, sel], yt, eval_set=(Xv[:, sel], yv))
     np.testing.assert_array_equal(est.decision_function(Xv), ref.decision_function(Xv[:, sel]))
@@ -94,7 +95,8 @@ def _trees_from_lightgbm(booster) -> list[Tree]:
         n = len(feats)
         zeros = np.zeros(n)
         out.append(Tree(np.asarray(feats, np.int32), zeros, zeros.astype(np.int32), zeros.astype(bool),
-                        -np.ones(n, np.int32), -np.ones(n, np.int32), zeros, np.asarray(gains), zeros.astype(np.int64)))
+                        -np.ones(n, np.int32), -np.ones(n, np.int32), zeros, np.asarray(gains),
+                        zeros.astype(np.int64)))
     return out
 
 
