@@ -9,7 +9,6 @@ least one split of the fitted ensemble.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import time
 import warnings
 from contextlib import contextmanager
@@ -22,21 +21,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
-from . import group_testing, sampling
+from . import group_testing
 from . import validation as V
 from ._docs import PARAM_DOC
+from ._params import boosting_params, group_test_plan
 from ._types import MAX_BINS
 from .binning import BinMapper
 from .boosting import BoostingParams, boost
 from .callbacks import early_stopping
 from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
-from .grower import GrowthParams
 from .penalty import FeatureUsage
 from .refit import IMPORTANCE_TYPES, importances, refit, top_k
 from .tree import PackedEnsemble
-
-_GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
-                      "group_test_rows", "max_precompute_bytes")
 
 
 @contextmanager
@@ -134,86 +130,10 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
 
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self) -> BoostingParams:
-        method = V.check_choice("method", self.method, V.METHODS)
-        mu = V.check_real("mu", self.mu, low=0.0)
-        if method in ("agbm", "gtgbm") and mu > 1.0:
-            raise ValueError(f"mu must be in [0, 1] for method={method!r} (normalised gains are at "
-                             f"most 1), got {self.mu!r}")
-        scope = self._validate_group_test_params(method)
-        self._validate_selection_params(method)
-        growth = GrowthParams(
-            max_depth=V.check_int("max_depth", self.max_depth, 1, allow_none=True),
-            max_leaves=V.check_int("max_leaves", self.max_leaves, 2, allow_none=True),
-            min_samples_leaf=V.check_int("min_samples_leaf", self.min_samples_leaf, 1),
-            min_node_fraction=V.check_real("min_node_fraction", self.min_node_fraction, 0.0, 1.0,
-                                           low_open=True, high_open=True, allow_none=True),
-            min_child_weight=V.check_real("min_child_weight", self.min_child_weight, low=0.0),
-            reg_lambda=V.check_real("reg_lambda", self.reg_lambda, low=0.0),
-        )
-        V.check_int("max_bins", self.max_bins, 2)
-        if self.max_bins > MAX_BINS:
-            raise ValueError(f"max_bins must be <= {MAX_BINS}, got {self.max_bins!r}")
-        V.check_int("bin_subsample", self.bin_subsample, 1000, allow_none=True)
-        V.check_int("early_stopping_rounds", self.early_stopping_rounds, 1, allow_none=True)
-        n_threads = V.check_int("n_threads", self.n_threads, 1, allow_none=True)
-        if n_threads is not None and n_threads > numba.config.NUMBA_NUM_THREADS:
-            raise ValueError(f"n_threads={n_threads} exceeds the {numba.config.NUMBA_NUM_THREADS} "
-                             "threads numba was started with (set NUMBA_NUM_THREADS to allow more)")
-        learning_rate = V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True)
-        sampler = sampling.from_params(self.sampler, self.subsample, self.top_rate, self.other_rate,
-                                       self.mvs_lambda, self.goss_style, learning_rate)
-        return BoostingParams(
-            loss=self._loss, method=method, sampler=sampler,
-            n_estimators=V.check_int("n_estimators", self.n_estimators, 1),
-            learning_rate=learning_rate,
-            criterion=V.check_choice("criterion", self.criterion, V.CRITERIA),
-            leaf_estimate=V.check_choice("leaf_estimate", self.leaf_estimate, V.LEAF_ESTIMATES),
-            growth=growth, group_test_scope=scope, group_test_rows=self.group_test_rows,
-            stop_when_full=bool(self.refit) and method != "topk",
-            selection_patience=self.selection_patience if method != "topk" else None)
-
-    def _validate_selection_params(self, method) -> None:
-        V.check_int("max_features", self.max_features, 1, allow_none=True)
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise TypeError(f"refit must be a bool, got {self.refit!r} ({type(self.refit).__name__})")
-        V.check_int("selection_patience", self.selection_patience, 1, allow_none=True)
-        V.check_choice("importance_type", self.importance_type, IMPORTANCE_TYPES)
-        if method == "topk" and self.max_features is None:
-            raise ValueError("method='topk' needs max_features (its K, the number of features kept)")
-        if self.selection_patience is not None and not self.refit and method != "topk":
-            raise ValueError("selection_patience only applies with refit=True (it ends the selection "
-                             "fit, whose trees a refit replaces)")
-        if method == "topk" and (self.feature_costs is not None or self.feature_bags is not None):
-            raise ValueError("feature_costs and feature_bags do not apply to method='topk' (it ranks "
-                             "features by importance, no penalty); use gbfs, agbm or gtgbm")
-
-    def _validate_group_test_params(self, method) -> str:
-        V.check_int("n_target_features", self.n_target_features, 1)
-        V.check_real("delta", self.delta, 0.0, 1.0, low_open=True, high_open=True)
-        V.check_int("n_subsets", self.n_subsets, 1, allow_none=True)
-        V.check_int("subset_size", self.subset_size, 1, allow_none=True)
-        scope = V.check_choice("group_test_scope", self.group_test_scope, V.GROUP_TEST_SCOPES)
-        V.check_int("group_test_rows", self.group_test_rows, 2, allow_none=True)
-        V.check_int("max_precompute_bytes", self.max_precompute_bytes, 1)
-        if method != "gtgbm":
-            defaults = inspect.signature(_GBFSBase.__init__).parameters  # one source of the defaults
-            changed = [k for k in _GROUP_TEST_PARAMS if getattr(self, k) != defaults[k].default]
-            if changed:
-                warnings.warn(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
-                              f"for method={method!r}", UserWarning, stacklevel=3)
-        return scope
+        return boosting_params(self)
 
     def _group_test_plan(self, n_rows, n_features):
-        """GT-GBM's subset plan, checked against the data width and the memory budget."""
-        if self.n_target_features > n_features:
-            raise ValueError(f"n_target_features={self.n_target_features} exceeds the "
-                             f"{n_features} features of X")
-        if self.subset_size is not None and self.subset_size > n_features:
-            raise ValueError(f"subset_size={self.subset_size} exceeds the {n_features} features of X")
-        pl = group_testing.plan(n_rows, n_features, self.n_target_features, float(self.delta),
-                                self.n_subsets, self.subset_size)
-        group_testing.check_memory(pl, int(self.max_precompute_bytes), self.n_subsets, self.subset_size)
-        return pl
+        return group_test_plan(self, n_rows, n_features)
 
     def _check_X(self, X, reset: bool, name: str = "X"):
         V.reject_non_numeric(X, name)

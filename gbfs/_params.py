@@ -1,0 +1,108 @@
+"""Parameter validation of the GBFS estimators, in Python before any numba kernel runs.
+
+Every error names the parameter.  :func:`boosting_params` turns an estimator's parameters into the
+booster's :class:`~gbfs.boosting.BoostingParams`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+import numba
+import numpy as np
+
+from . import group_testing, sampling
+from . import validation as V
+from ._types import MAX_BINS
+from .boosting import BoostingParams
+from .grower import GrowthParams
+from .refit import IMPORTANCE_TYPES
+
+_GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
+                      "group_test_rows", "max_precompute_bytes")
+
+
+def boosting_params(est) -> BoostingParams:
+    """Validate every parameter of ``est`` (a GBFS estimator) into the booster's settings; errors name
+    the parameter."""
+    method = V.check_choice("method", est.method, V.METHODS)
+    mu = V.check_real("mu", est.mu, low=0.0)
+    if method in ("agbm", "gtgbm") and mu > 1.0:
+        raise ValueError(f"mu must be in [0, 1] for method={method!r} (normalised gains are at "
+                         f"most 1), got {est.mu!r}")
+    scope = _group_test_params(est, method)
+    _selection_params(est, method)
+    growth = GrowthParams(
+        max_depth=V.check_int("max_depth", est.max_depth, 1, allow_none=True),
+        max_leaves=V.check_int("max_leaves", est.max_leaves, 2, allow_none=True),
+        min_samples_leaf=V.check_int("min_samples_leaf", est.min_samples_leaf, 1),
+        min_node_fraction=V.check_real("min_node_fraction", est.min_node_fraction, 0.0, 1.0,
+                                       low_open=True, high_open=True, allow_none=True),
+        min_child_weight=V.check_real("min_child_weight", est.min_child_weight, low=0.0),
+        reg_lambda=V.check_real("reg_lambda", est.reg_lambda, low=0.0),
+    )
+    V.check_int("max_bins", est.max_bins, 2)
+    if est.max_bins > MAX_BINS:
+        raise ValueError(f"max_bins must be <= {MAX_BINS}, got {est.max_bins!r}")
+    V.check_int("bin_subsample", est.bin_subsample, 1000, allow_none=True)
+    V.check_int("early_stopping_rounds", est.early_stopping_rounds, 1, allow_none=True)
+    n_threads = V.check_int("n_threads", est.n_threads, 1, allow_none=True)
+    if n_threads is not None and n_threads > numba.config.NUMBA_NUM_THREADS:
+        raise ValueError(f"n_threads={n_threads} exceeds the {numba.config.NUMBA_NUM_THREADS} "
+                         "threads numba was started with (set NUMBA_NUM_THREADS to allow more)")
+    learning_rate = V.check_real("learning_rate", est.learning_rate, low=0.0, low_open=True)
+    sampler = sampling.from_params(est.sampler, est.subsample, est.top_rate, est.other_rate,
+                                   est.mvs_lambda, est.goss_style, learning_rate)
+    return BoostingParams(
+        loss=est._loss, method=method, sampler=sampler,
+        n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
+        learning_rate=learning_rate,
+        criterion=V.check_choice("criterion", est.criterion, V.CRITERIA),
+        leaf_estimate=V.check_choice("leaf_estimate", est.leaf_estimate, V.LEAF_ESTIMATES),
+        growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
+        stop_when_full=bool(est.refit) and method != "topk",
+        selection_patience=est.selection_patience if method != "topk" else None)
+
+def _selection_params(est, method) -> None:
+    V.check_int("max_features", est.max_features, 1, allow_none=True)
+    if not isinstance(est.refit, (bool, np.bool_)):
+        raise TypeError(f"refit must be a bool, got {est.refit!r} ({type(est.refit).__name__})")
+    V.check_int("selection_patience", est.selection_patience, 1, allow_none=True)
+    V.check_choice("importance_type", est.importance_type, IMPORTANCE_TYPES)
+    if method == "topk" and est.max_features is None:
+        raise ValueError("method='topk' needs max_features (its K, the number of features kept)")
+    if est.selection_patience is not None and not est.refit and method != "topk":
+        raise ValueError("selection_patience only applies with refit=True (it ends the selection "
+                         "fit, whose trees a refit replaces)")
+    if method == "topk" and (est.feature_costs is not None or est.feature_bags is not None):
+        raise ValueError("feature_costs and feature_bags do not apply to method='topk' (it ranks "
+                         "features by importance, no penalty); use gbfs, agbm or gtgbm")
+
+def _group_test_params(est, method) -> str:
+    V.check_int("n_target_features", est.n_target_features, 1)
+    V.check_real("delta", est.delta, 0.0, 1.0, low_open=True, high_open=True)
+    V.check_int("n_subsets", est.n_subsets, 1, allow_none=True)
+    V.check_int("subset_size", est.subset_size, 1, allow_none=True)
+    scope = V.check_choice("group_test_scope", est.group_test_scope, V.GROUP_TEST_SCOPES)
+    V.check_int("group_test_rows", est.group_test_rows, 2, allow_none=True)
+    V.check_int("max_precompute_bytes", est.max_precompute_bytes, 1)
+    if method != "gtgbm":
+        defaults = inspect.signature(type(est).__init__).parameters  # one source of the defaults
+        changed = [k for k in _GROUP_TEST_PARAMS if getattr(est, k) != defaults[k].default]
+        if changed:
+            warnings.warn(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
+                          f"for method={method!r}", UserWarning, stacklevel=6)
+    return scope
+
+def group_test_plan(est, n_rows, n_features):
+    """GT-GBM's subset plan, checked against the data width and the memory budget."""
+    if est.n_target_features > n_features:
+        raise ValueError(f"n_target_features={est.n_target_features} exceeds the "
+                         f"{n_features} features of X")
+    if est.subset_size is not None and est.subset_size > n_features:
+        raise ValueError(f"subset_size={est.subset_size} exceeds the {n_features} features of X")
+    pl = group_testing.plan(n_rows, n_features, est.n_target_features, float(est.delta),
+                            est.n_subsets, est.subset_size)
+    group_testing.check_memory(pl, int(est.max_precompute_bytes), est.n_subsets, est.subset_size)
+    return pl
