@@ -16,9 +16,9 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    the largest budget is filled; then each budget's bracket -- the largest ``mu`` that still fills
    it and the smallest that does not -- is bisected in ``log mu`` (``refine`` times), because the
    most selective ``mu`` that fills a budget is the one that adds a feature only when it pays.
-3. **Candidates** of budget K: the first K features of the probes that fill it (the bracket's
-   lower end and the probe below it), of the unpenalised fit, and GBDT-topK (the unpenalised fit's
-   top K by gain) -- each refitted without penalty on its features (:mod:`gbfs.refit`).  The one
+3. **Candidates** of budget K: the first K features of the most selective probe that fills it (the
+   bracket's lower end), of the unpenalised fit, and GBDT-topK (the unpenalised fit's top K by
+   gain) -- each refitted without penalty on its features (:mod:`gbfs.refit`).  The one
    with the best validation score is the budget's model.  A budget that no probe can fill (the data
    supports fewer features) gets the largest selection found and a ``note`` saying why.
 
@@ -199,8 +199,8 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
     return budgets
 
 
-def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 10,
-                   n_probes: int = 12, refine: int = 1, ratio: float = 4.0) -> SelectionPath:
+def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 5,
+                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
     Parameters
@@ -216,9 +216,9 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
         Numbers of features (bags, with ``feature_bags``).
     test_set : tuple (X_test, y_test), optional
         Scored once per chosen model, after the choice.
-    patience : int, default=10
+    patience : int, default=5
         A probe ends when Omega has not grown for this many trees (``selection_patience``).
-    n_probes : int, default=12
+    n_probes : int, default=8
         At most this many selection fits.
     refine : int, default=1
         Bisections of each budget's ``mu`` bracket after the geometric descent.
@@ -238,16 +238,19 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     t_base = time.perf_counter() - t_start
     mu_max = base.mu_max
     search = _Search(estimator, prep, budgets[-1], patience)
-    k_max = budgets[-1]
-    mu = mu_max / ratio
+    # a budget the unpenalised fit cannot fill is not sought any further by smaller mu
+    reach = search.n_bags(base.full_order)
+    k_fill = min(budgets[-1], reach)
+    mu, last = mu_max / ratio, -1
     while mu_max > 0 and len(search.probes) < n_probes:  # geometric descent until the largest budget fills
-        if search.probe(mu)["n_bags"] >= k_max or mu < mu_max * 1e-9:
+        count = search.probe(mu)["n_bags"]
+        if count >= k_fill or count <= last:  # filled, or a smaller mu no longer adds features
             break
-        mu /= ratio
+        mu, last = mu / ratio, count
     for _ in range(refine):
         for k in budgets:
-            lo, hi = search.bracket(k, mu_max)
-            if lo is not None and hi / lo > 1.25 and len(search.probes) < n_probes:
+            lo, hi = search.bracket(min(k, k_fill), mu_max)
+            if lo is not None and hi / lo > 1.5 and len(search.probes) < n_probes:
                 search.probe(math.sqrt(lo * hi))
     classifier = is_classifier(estimator)
     X_val, y_val = eval_set
@@ -297,7 +300,7 @@ class _Unpenalised:
 def _candidates(k: int, base: _Unpenalised, search: _Search) -> list[tuple]:
     """(mu, source, features) of budget ``k``: the bracket's probes, the unpenalised fit, GBDT-topK."""
     fills = sorted((m for m, p in search.probes.items() if p["n_bags"] >= k), reverse=True)
-    picks = fills[:2] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
+    picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
                                      if search.probes else [])
     out = [(m, "penalised", _prefix(search.probes[m]["order"], k, search.bag_of)) for m in picks]
     out.append((0.0, "unpenalised", _prefix(base.order, k, search.bag_of)))

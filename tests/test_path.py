@@ -65,7 +65,7 @@ def test_chosen_model_is_reproducible_alone(path, data):
     if r.source == "topk":
         est.set_params(method="topk", max_features=4)
     else:
-        est.set_params(mu=r.mu, max_features=4, refit=True, selection_patience=10)
+        est.set_params(mu=r.mu, max_features=4, refit=True, selection_patience=5)
     est.fit(Xt, yt, eval_set=(Xv, yv))
     assert est.selected_features_.tolist() == r.features.tolist()
     np.testing.assert_array_equal(est.decision_function(Xv), r.model.decision_function(Xv))
