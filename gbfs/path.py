@@ -17,14 +17,17 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    it and the smallest that does not -- is bisected in ``log mu`` (``refine`` times), because the
    most selective ``mu`` that fills a budget is the one that adds a feature only when it pays.
 3. **Candidates** of budget K: the first K features of the most selective probe that fills it (the
-   bracket's lower end), of the unpenalised fit, and GBDT-topK (the unpenalised fit's top K by
-   gain) -- each refitted without penalty on its features (:mod:`gbfs.refit`).  The one
-   with the best validation score is the budget's model.  A budget that no probe can fill (the data
-   supports fewer features) gets the largest selection found and a ``note`` saying why.
+   bracket's lower end), of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain)
+   and, going down from the largest budget, the next larger budget's chosen model shrunk to its K
+   features of most gain (recursive feature elimination along the budgets) -- each refitted
+   without penalty on its features (:mod:`gbfs.refit`).  The one with the best validation score is
+   the budget's model.  A budget that no probe can fill (the data supports fewer features) gets
+   the largest selection found and a ``note`` saying why.
 
 Every chosen model is reproducible alone: ``clone(estimator).set_params(mu=r.mu, max_features=K,
 refit=True, selection_patience=patience).fit(X, y, eval_set=eval_set)`` gives the same model
-(``method="topk"`` for a GBDT-topK choice).
+(``method="topk"`` for a GBDT-topK choice); whatever its source, it equals an unpenalised Newton
+fit on its features (:func:`gbfs.refit.refit`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,9 @@ class BudgetResult:
     mu : float or None
         Penalty of the chosen selection (None for GBDT-topK).
     source : str
-        ``"penalised"`` (a probe's first K features), ``"unpenalised"`` or ``"topk"``.
+        ``"penalised"`` (a probe's first K features), ``"unpenalised"`` (the unpenalised fit's
+        first K), ``"topk"`` (its top K by gain) or ``"shrunk"`` (the next larger budget's model's
+        top K by gain: backward elimination).
     features : ndarray of int
         The selected features, in order of selection.
     val_score : float
@@ -238,15 +243,14 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     t_base = time.perf_counter() - t_start
     mu_max = base.mu_max
     search = _Search(estimator, prep, budgets[-1], patience)
-    # a budget the unpenalised fit cannot fill is not sought any further by smaller mu
-    reach = search.n_bags(base.full_order)
-    k_fill = min(budgets[-1], reach)
-    mu, last = mu_max / ratio, -1
+    # what a probe at mu -> 0 reaches (the unpenalised fit's order, cut where its patience would end
+    # it): a larger budget is not sought by ever smaller mu
+    k_fill = min(budgets[-1], search.n_bags(base.order))
+    mu = mu_max / ratio
     while mu_max > 0 and len(search.probes) < n_probes:  # geometric descent until the largest budget fills
-        count = search.probe(mu)["n_bags"]
-        if count >= k_fill or count <= last:  # filled, or a smaller mu no longer adds features
+        if search.probe(mu)["n_bags"] >= k_fill or mu < mu_max * 1e-6:
             break
-        mu, last = mu / ratio, count
+        mu /= ratio
     for _ in range(refine):
         for k in budgets:
             lo, hi = search.bracket(min(k, k_fill), mu_max)
@@ -255,8 +259,10 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     classifier = is_classifier(estimator)
     X_val, y_val = eval_set
     results, candidates = [], []
-    for k in budgets:
-        results.append(_choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates))
+    larger = None
+    for k in reversed(budgets):  # from the largest budget down: each may shrink the one above
+        larger = _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger)
+        results.insert(0, larger)
     if test_set is not None:
         for r in results:
             r.test_score = _score(r.model, test_set[0], test_set[1], classifier)
@@ -297,8 +303,19 @@ class _Unpenalised:
         return top_k(self.kept, self.n_features, k, "gain")
 
 
-def _candidates(k: int, base: _Unpenalised, search: _Search) -> list[tuple]:
-    """(mu, source, features) of budget ``k``: the bracket's probes, the unpenalised fit, GBDT-topK."""
+def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:
+    """Backward elimination: the ``k`` features of the larger budget's refitted model with the most
+    gain (then the rest of its selection, in order), as recursive feature elimination does."""
+    if larger is None or larger.n_features <= k:
+        return np.empty(0, dtype=np.int64)
+    gain = larger.model.feature_importance("gain")[larger.features]
+    order = larger.features[np.argsort(-gain, kind="stable")]
+    return _prefix(order.tolist(), k, bag_of)
+
+
+def _candidates(k: int, base: _Unpenalised, search: _Search, larger: BudgetResult | None) -> list[tuple]:
+    """(mu, source, features) of budget ``k``: the bracket's probe, the unpenalised fit, GBDT-topK and
+    the larger budget's model shrunk to ``k`` features."""
     fills = sorted((m for m, p in search.probes.items() if p["n_bags"] >= k), reverse=True)
     picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
                                      if search.probes else [])
@@ -306,12 +323,14 @@ def _candidates(k: int, base: _Unpenalised, search: _Search) -> list[tuple]:
     out.append((0.0, "unpenalised", _prefix(base.order, k, search.bag_of)))
     if search.prep.bags is None:  # GBDT-topK ranks features, not bags
         out.append((None, "topk", base.top_k(k)))
+    if larger is not None:
+        out.append((larger.mu, "shrunk", _shrunk(larger, k, search.bag_of)))
     return [c for c in out if c[2].size]
 
 
-def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates) -> BudgetResult:
+def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger) -> BudgetResult:
     best, seen = None, set()
-    for mu, source, feats in _candidates(k, base, search):
+    for mu, source, feats in _candidates(k, base, search, larger):
         key = tuple(sorted(feats.tolist()))
         if key in seen:
             continue
@@ -320,7 +339,7 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
         if source == "topk":
             model.set_params(method="topk", max_features=k, refit=True, selection_patience=None)
         else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
-            model.set_params(mu=mu, max_features=k, refit=True, selection_patience=search.patience,
+            model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=search.patience,
                              **({"method": "agbm"} if source == "unpenalised" and estimator.method == "gtgbm"
                                 else {}))
         t0 = time.perf_counter()
@@ -330,7 +349,7 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
         seconds = time.perf_counter() - t0
         val = _score(model, X_val, y_val, classifier)
         candidates.append({"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
-                           "val_score": val, "seconds": seconds})
+                           "features": feats.tolist(), "val_score": val, "seconds": seconds})
         if best is None or val > best.val_score:
             best = BudgetResult(k, mu, source, feats, val, None, seconds, model)
     if best is None:

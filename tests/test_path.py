@@ -60,15 +60,29 @@ def test_probes_descend_from_mu_max(path):
 
 def test_chosen_model_is_reproducible_alone(path, data):
     Xt, yt, Xv, yv = data[:4]
-    r = path[4]
-    est = GBFSClassifier(method="agbm", **KW)
-    if r.source == "topk":
-        est.set_params(method="topk", max_features=4)
-    else:
-        est.set_params(mu=r.mu, max_features=4, refit=True, selection_patience=5)
-    est.fit(Xt, yt, eval_set=(Xv, yv))
-    assert est.selected_features_.tolist() == r.features.tolist()
-    np.testing.assert_array_equal(est.decision_function(Xv), r.model.decision_function(Xv))
+    for r in path.results:
+        # whatever its source, the model is an unpenalised Newton fit on its features
+        cols = r.features
+        plain = GBFSClassifier(method="gbfs", mu=0.0, **KW).fit(Xt[:, cols], yt, eval_set=(Xv[:, cols], yv))
+        np.testing.assert_array_equal(plain.decision_function(Xv[:, cols]), r.model.decision_function(Xv))
+        if r.source == "shrunk":
+            continue
+        est = GBFSClassifier(method="agbm", **KW)
+        if r.source == "topk":
+            est.set_params(method="topk", max_features=r.budget)
+        else:
+            est.set_params(mu=r.mu, max_features=r.budget, refit=True, selection_patience=5)
+        est.fit(Xt, yt, eval_set=(Xv, yv))
+        assert est.selected_features_.tolist() == r.features.tolist()
+        np.testing.assert_array_equal(est.decision_function(Xv), r.model.decision_function(Xv))
+
+
+def test_shrunk_candidate_is_the_larger_models_top_gain(path):
+    big = path[8]
+    gain = big.model.feature_importance("gain")[big.features]
+    top = big.features[np.argsort(-gain, kind="stable")][:4]
+    # refitted as a budget-4 candidate (under its own source, or another that found the same set)
+    assert sorted(top.tolist()) in [sorted(c["features"]) for c in path.candidates if c["budget"] == 4]
 
 
 def test_path_never_looks_at_test(data, path):
