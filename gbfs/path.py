@@ -17,7 +17,8 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    it and the smallest that does not -- is bisected in ``log mu`` (``refine`` times), because the
    most selective ``mu`` that fills a budget is the one that adds a feature only when it pays.
 3. **Candidates** of budget K: the first K features of the most selective probe that fills it (the
-   bracket's lower end), of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain)
+   bracket's lower end), of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain and
+   by split count)
    and, going down from the largest budget, the next larger budget's chosen model shrunk to its K
    features of most gain (recursive feature elimination along the budgets) -- each refitted
    without penalty on its features (:mod:`gbfs.refit`).  The one with the best validation score is
@@ -26,8 +27,8 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
 
 Every chosen model is reproducible alone: ``clone(estimator).set_params(mu=r.mu, max_features=K,
 refit=True, selection_patience=patience).fit(X, y, eval_set=eval_set)`` gives the same model
-(``method="topk"`` for a GBDT-topK choice); whatever its source, it equals an unpenalised Newton
-fit on its features (:func:`gbfs.refit.refit`).
+(``method="topk"`` with its ``importance_type`` for GBDT-topK); whatever its source, it equals an
+unpenalised Newton fit on its features (:func:`gbfs.refit.refit`).
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ class BudgetResult:
         Penalty of the chosen selection (None for GBDT-topK).
     source : str
         ``"penalised"`` (a probe's first K features), ``"unpenalised"`` (the unpenalised fit's
-        first K), ``"topk"`` (its top K by gain) or ``"shrunk"`` (the next larger budget's model's
-        top K by gain: backward elimination).
+        first K), ``"topk-gain"``/``"topk-split"`` (its top K by gain or by split count) or
+        ``"shrunk"`` (the next larger budget's model's top K by gain: backward elimination).
     features : ndarray of int
         The selected features, in order of selection.
     val_score : float
@@ -297,10 +298,10 @@ class _Unpenalised:
         self.full_order = list(usage.order)
         self.order = usage.order[:n_used]
 
-    def top_k(self, k: int) -> np.ndarray:
+    def top_k(self, k: int, importance_type: str) -> np.ndarray:
         from .refit import top_k
 
-        return top_k(self.kept, self.n_features, k, "gain")
+        return top_k(self.kept, self.n_features, k, importance_type)
 
 
 def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:
@@ -322,7 +323,7 @@ def _candidates(k: int, base: _Unpenalised, search: _Search, larger: BudgetResul
     out = [(m, "penalised", _prefix(search.probes[m]["order"], k, search.bag_of)) for m in picks]
     out.append((0.0, "unpenalised", _prefix(base.order, k, search.bag_of)))
     if search.prep.bags is None:  # GBDT-topK ranks features, not bags
-        out.append((None, "topk", base.top_k(k)))
+        out += [(None, f"topk-{kind}", base.top_k(k, kind)) for kind in ("gain", "split")]
     if larger is not None:
         out.append((larger.mu, "shrunk", _shrunk(larger, k, search.bag_of)))
     return [c for c in out if c[2].size]
@@ -336,8 +337,9 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
             continue
         seen.add(key)
         model = clone(estimator)
-        if source == "topk":
-            model.set_params(method="topk", max_features=k, refit=True, selection_patience=None)
+        if source.startswith("topk"):
+            model.set_params(method="topk", max_features=k, refit=True, selection_patience=None,
+                             importance_type=source.split("-")[1])
         else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
             model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=search.patience,
                              **({"method": "agbm"} if source == "unpenalised" and estimator.method == "gtgbm"
