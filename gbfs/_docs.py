@@ -12,8 +12,9 @@ PARAM_DOC = """
         criterion over the used features and the candidates found by group tests
         on random feature subsets (GT-GBM, Algorithm 2; see :mod:`gbfs.group_testing`).
         ``"topk"``: GBDT-topK (GT-GBM paper, Section 5.1) in this booster: an unpenalised fit
-        on all features ranks them by ``importance_type``, then the top ``max_features`` are
-        refitted (always refitted; ``mu``, costs and bags do not apply).
+        on all features ranks them by ``importance_type`` (over every tree it grew, also those
+        early stopping drops), then the top ``max_features`` are refitted (always refitted;
+        ``mu``, costs and bags do not apply).
         With ``criterion="newton"`` the A-GBM divisor is the Newton counterpart of SSE_root,
         ``sum w g^2/h - G^2/(H + lambda)`` over the root's rows, the largest gain any split of
         the tree can reach (:func:`gbfs.boosting.gain_normaliser`), so normalised gains stay in

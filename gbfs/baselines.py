@@ -3,12 +3,13 @@
 :class:`LightGBMBaseline` wraps ``lightgbm.train`` so the harness fits, tunes, logs and saves it like a
 GBFS estimator: the same ``fit(X, y, eval_set, callbacks)``, ``history_`` keys, ``gbfs.callbacks``
 protocol and fitted selection attributes.  GBDT-Full (``kind="full"``) is plain LightGBM; GBDT-topK
-(``"topk"``) refits on the ``k`` features with the most splits in a fit on all features; ``"cegb"`` is
-LightGBM's coupled (first-use) feature penalty, the production peer of GBFS, set to ``mu * n_train_rows``
-per feature with ``cegb_tradeoff = 1``.  Why times n: A-GBM keeps a split on a new feature when
-``gain_sse / SSE_root > mu``; at the first tree ``SSE_root = n p (1 - p) ~ n / 4`` and LightGBM's
-Newton gain is ~4x the SSE gain (hessians ~ 1/4), so ``mu * n`` in LightGBM's gain units matches
-A-GBM's ``mu`` (as in ``runners/bench_gtgbm.py``); later trees are not rescaled.
+(``"topk"``) refits on the ``k`` features with the most splits (or the most gain, ``importance_type``)
+in a fit on all features; ``"cegb"`` is LightGBM's coupled (first-use) feature penalty, the production
+peer of GBFS, set to ``mu * n_train_rows`` per feature with ``cegb_tradeoff = 1``.  Why times n: A-GBM
+keeps a split on a new feature when ``gain_sse / SSE_root > mu``; at the first tree
+``SSE_root = n p (1 - p) ~ n / 4`` and LightGBM's Newton gain is ~4x the SSE gain (hessians ~ 1/4), so
+``mu * n`` in LightGBM's gain units matches A-GBM's ``mu`` (as in ``runners/bench_gtgbm.py``); later
+trees are not rescaled.
 
 Per-iteration metrics come from a LightGBM ``feval`` on the train and validation sets: LightGBM
 hands it the probabilities it keeps up to date internally, so a record costs O(n), never a
@@ -37,6 +38,7 @@ from .metrics import log_loss, roc_auc
 from .model_io import _canonical, _params_json
 
 KINDS = ("full", "topk", "cegb")
+IMPORTANCE_TYPES = ("split", "gain")  # LightGBM's names for Booster.feature_importance
 FORMAT = "gbfs-lightgbm-baseline"
 FORMAT_VERSION = 1
 
@@ -133,14 +135,17 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     Parameters
     ----------
     kind : {"full", "topk", "cegb"}, default="full"
-        ``"full"``: LightGBM on all features.  ``"topk"``: rank features by the split counts of a fit
-        on all features (ties: lower column index) and refit on the top ``k``.  ``"cegb"``: LightGBM
+        ``"full"``: LightGBM on all features.  ``"topk"``: rank features by ``importance_type`` in a
+        fit on all features (ties: lower column index) and refit on the top ``k``.  ``"cegb"``: LightGBM
         with ``cegb_penalty_feature_coupled = [mu * n_train_rows] * n_features`` and
         ``cegb_tradeoff = 1`` (see the module docstring for the scaling by the row count).
     k : int or None, default=None
         Number of features kept by ``"topk"`` (required there, refused for the other kinds).
     mu : float, default=0.01
         Price of a feature's first use for ``"cegb"`` (in A-GBM's normalised units); ignored otherwise.
+    importance_type : {"split", "gain"}, default="split"
+        ``"topk"``'s ranking: LightGBM's ``feature_importance`` of the ranking fit, the number of
+        splits on each feature or their total gain; ignored by the other kinds.
     n_estimators : int, default=100
     learning_rate : float, default=0.1
     num_leaves : int, default=31
@@ -170,12 +175,13 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     ``feature_importances_`` holds split counts and ``booster_``/``columns_`` are LightGBM-specific.
     """
 
-    def __init__(self, kind="full", *, k=None, mu=0.01, n_estimators=100, learning_rate=0.1, num_leaves=31,
-                 max_depth=-1, min_child_samples=20, reg_lambda=0.0, max_bin=255,
-                 early_stopping_rounds=None, random_state=None, n_threads=None, lgb_params=None):
+    def __init__(self, kind="full", *, k=None, mu=0.01, importance_type="split", n_estimators=100,
+                 learning_rate=0.1, num_leaves=31, max_depth=-1, min_child_samples=20, reg_lambda=0.0,
+                 max_bin=255, early_stopping_rounds=None, random_state=None, n_threads=None, lgb_params=None):
         self.kind = kind
         self.k = k
         self.mu = mu
+        self.importance_type = importance_type
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
         self.num_leaves = num_leaves
@@ -205,6 +211,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         elif self.k is not None:
             raise ValueError(f"k only applies to kind='topk', got k={self.k!r} for kind={kind!r}")
         V.check_real("mu", self.mu, low=0.0)
+        V.check_choice("importance_type", self.importance_type, IMPORTANCE_TYPES)
         max_depth = -1 if self.max_depth is None else V.check_int("max_depth", self.max_depth, -1)
         if max_depth == 0:
             raise ValueError("max_depth must be -1 (no limit), None or >= 1, got 0")
@@ -310,8 +317,9 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         if self.kind == "topk":
             t0 = time.perf_counter()
             ranker = lgb.train(params, lgb.Dataset(X, y, params=params), num_boost_round=self.n_estimators)
-            # stable sort of -importance: equal counts keep the lower column index first
-            columns = np.argsort(-ranker.feature_importance("split"), kind="stable")[:self.k].astype(np.int64)
+            # stable sort of -importance: equal importances keep the lower column index first
+            importance = ranker.feature_importance(self.importance_type)
+            columns = np.argsort(-importance, kind="stable")[:self.k].astype(np.int64)
             X = np.ascontiguousarray(X[:, columns])
             if evals is not None:
                 evals = (np.ascontiguousarray(evals[0][:, columns]), evals[1])

@@ -66,13 +66,6 @@ class _Prepared:
     timings: dict
 
 
-def _kept(result) -> list:
-    """The trees an early-stopped fit keeps (up to its best iteration)."""
-    if result.best_iteration is None:
-        return result.trees
-    return result.trees[:result.best_iteration + 1]
-
-
 class _GBFSBase(SelectorMixin, BaseEstimator):
     _loss = ""
 
@@ -244,7 +237,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             if selection is None:
                 result, usage = self._select(prep, params)
                 if topk:
-                    selection = top_k(_kept(result), d, self.max_features, self.importance_type)
+                    # every tree the ranking fit grew, also those early stopping drops: more splits
+                    # rank more steadily (LightGBM's GBDT-topK ranks all n_estimators trees)
+                    selection = top_k(result.trees, d, self.max_features, self.importance_type)
                 elif self.refit:
                     selection = np.asarray(usage.order, dtype=np.int64)
                 selection_history = result.history

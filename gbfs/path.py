@@ -277,11 +277,9 @@ class _Unpenalised:
     """The path's unpenalised fit on every feature: the scale of mu, the mu = 0 selection, the ranking."""
 
     def __init__(self, template, prep, patience: int):
-        from .estimators import _kept
-
         result, usage = clone(template).set_params(mu=0.0, max_features=None, refit=False,
                                                    selection_patience=None)._select(prep, plain=True)
-        self.kept = _kept(result)
+        self.trees = result.trees  # every grown tree, as method="topk" ranks them
         self.n_features = prep.X_binned.shape[1]
         h = result.history
         root = result.trees[0] if result.trees else None
@@ -301,7 +299,7 @@ class _Unpenalised:
     def top_k(self, k: int, importance_type: str) -> np.ndarray:
         from .refit import top_k
 
-        return top_k(self.kept, self.n_features, k, importance_type)
+        return top_k(self.trees, self.n_features, k, importance_type)
 
 
 def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:

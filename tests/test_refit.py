@@ -62,13 +62,18 @@ def test_selection_patience_ends_the_selection_fit(clf_split):
 def test_own_topk_equals_its_definition(clf_split, importance_type):
     """Rank the features of an unpenalised fit by importance, refit on the top K."""
     Xt, yt, Xv, yv = clf_split
+    trees = {**TREES, "n_estimators": 200, "learning_rate": 0.5}  # early stopping ends the fit
     est = GBFSClassifier(method="topk", max_features=3, importance_type=importance_type,
-                         criterion="newton", leaf_estimate="newton", **TREES).fit(Xt, yt, eval_set=(Xv, yv))
-    full = GBFSClassifier(**UNPENALISED, **TREES).fit(Xt, yt, eval_set=(Xv, yv))
-    imp = full.feature_importance(importance_type)
+                         criterion="newton", leaf_estimate="newton", **trees).fit(Xt, yt, eval_set=(Xv, yv))
+    full = GBFSClassifier(**UNPENALISED, **trees).fit(Xt, yt, eval_set=(Xv, yv))
+    # the ranking counts every tree the ranking fit grew, also the ones early stopping drops
+    grown = GBFSClassifier(**UNPENALISED, **{**trees, "early_stopping_rounds": None,
+                                             "n_estimators": len(full.history_)}).fit(Xt, yt)
+    assert len(grown.trees_) > len(full.trees_)
+    imp = grown.feature_importance(importance_type)
     top = np.argsort(-imp, kind="stable")[:3]
     assert est.selected_features_.tolist() == top.tolist()
-    ref = GBFSClassifier(**UNPENALISED, **TREES).fit(Xt[:, top], yt, eval_set=(Xv[:, top], yv))
+    ref = GBFSClassifier(**UNPENALISED, **trees).fit(Xt[:, top], yt, eval_set=(Xv[:, top], yv))
     np.testing.assert_array_equal(est.decision_function(Xv), ref.decision_function(Xv[:, top]))
 
 
