@@ -3,6 +3,8 @@
 from .estimators import GBFSClassifier, GBFSRegressor
 from .model_io import load_model
 from .path import SelectionPath, selection_path
+from .stability import selection_stability
 
 __version__ = "0.1.0"
-__all__ = ["GBFSClassifier", "GBFSRegressor", "SelectionPath", "load_model", "selection_path", "__version__"]
+__all__ = ["GBFSClassifier", "GBFSRegressor", "SelectionPath", "load_model", "selection_path",
+           "selection_stability", "__version__"]
