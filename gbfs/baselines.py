@@ -33,6 +33,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import validation as V
+from .boosting import HESSIAN_FLOOR, gain_normaliser
 from .callbacks import CallbackEnv, EarlyStopException, early_stopping
 from .metrics import log_loss, roc_auc
 from .model_io import _canonical, _params_json
@@ -79,15 +80,25 @@ def _first_use_order(booster: lgb.Booster) -> list:
     return order
 
 
-def _feval(sets: list):
-    """Custom LightGBM metric: loss, AUC, RMSE of probabilities and residual variance per data set."""
+def _normaliser(y: np.ndarray, p: np.ndarray, reg_lambda: float) -> float:
+    """A-GBM's Newton normaliser of the next tree (:func:`gbfs.boosting.gain_normaliser`) from the
+    probabilities ``p``: residuals ``y - p``, hessians ``p (1 - p)``."""
+    g = y - p
+    h = np.maximum(p * (1.0 - p), HESSIAN_FLOOR)
+    return gain_normaliser(float(g.sum()), float(h.sum()), float(np.sum(g * g / h)), reg_lambda)
+
+
+def _feval(sets: list, reg_lambda: float):
+    """Custom LightGBM metric: loss, AUC, RMSE of probabilities, residual variance and the Newton
+    normaliser per data set."""
 
     def feval(preds, data):
         y = next(yv for ds, yv in sets if ds is data)
         resid = y - preds  # preds are probabilities: LightGBM converts them for built-in objectives
         return [("loss", log_loss(y, preds), False), ("auc", roc_auc(y, preds), True),
                 ("rmse", float(np.sqrt(np.mean(resid ** 2))), False),
-                ("residual_variance", float(np.var(resid)), False)]
+                ("residual_variance", float(np.var(resid)), False),
+                ("gain_normaliser", _normaliser(y, preds, reg_lambda), False)]
 
     return feval
 
@@ -97,10 +108,12 @@ class _Recorder:
 
     order = 0
 
-    def __init__(self, model, callbacks, end_iteration: int, y_var: float):
+    def __init__(self, model, callbacks, end_iteration: int, y: np.ndarray, reg_lambda: float):
         self.model, self.callbacks, self.end_iteration = model, callbacks, end_iteration
         self.history, self.best_iteration, self.n_splits = [], None, 0
-        self.root_variance = y_var  # residuals of the constant initial score: var(y - c) = var(y)
+        self.root_variance = float(np.var(y))  # residuals of the constant initial score: var(y - c)
+        # LightGBM starts from the mean label (boost_from_average)
+        self.gain_normaliser = _normaliser(y, np.full(y.shape, float(np.mean(y))), reg_lambda)
         self.start = time.perf_counter()
 
     def __call__(self, env) -> None:
@@ -111,14 +124,16 @@ class _Recorder:
         imp = booster.feature_importance("split", iteration=it + 1)
         splits = int(imp.sum())
         rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - self.start,
-               "root_variance": self.root_variance, "n_features_used": int(np.count_nonzero(imp)),
+               "root_variance": self.root_variance, "gain_normaliser": self.gain_normaliser,
+               "n_features_used": int(np.count_nonzero(imp)),
                "n_leaves": splits - self.n_splits + 1}
         self.n_splits = splits
         for r in env.evaluation_result_list:
-            if r.metric_name != "residual_variance":
+            if r.metric_name not in ("residual_variance", "gain_normaliser"):
                 rec[f"{r.dataset_name}_{r.metric_name}"] = float(r.metric_value)
-            elif r.dataset_name == "train":
-                self.root_variance = float(r.metric_value)  # the residuals the next tree will fit
+            elif r.dataset_name == "train":  # of the residuals the next tree will fit
+                setattr(self, "root_variance" if r.metric_name == "residual_variance" else r.metric_name,
+                        float(r.metric_value))
         self.history.append(rec)
         try:
             for cb in self.callbacks:
@@ -334,10 +349,10 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         for cb in callbacks:
             if hasattr(cb, "reset"):
                 cb.reset()
-        recorder = _Recorder(self, callbacks, self.n_estimators, float(np.var(y)))
+        recorder = _Recorder(self, callbacks, self.n_estimators, y, params["lambda_l2"])
         booster = lgb.train(params, train, num_boost_round=self.n_estimators,
                             valid_sets=[s for s, _ in sets], valid_names=["train", "val"][:len(sets)],
-                            feval=_feval(sets), callbacks=[recorder])
+                            feval=_feval(sets, params["lambda_l2"]), callbacks=[recorder])
         timings.update(binning_seconds=t1 - t0, boosting_seconds=time.perf_counter() - t1)
         self._set_fitted(booster, columns, recorder.history, recorder.best_iteration)
         self.timings_ = timings

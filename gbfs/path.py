@@ -22,8 +22,9 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    and, going down from the largest budget, the next larger budget's chosen model shrunk to its K
    features of most gain (recursive feature elimination along the budgets) -- each refitted
    without penalty on its features (:mod:`gbfs.refit`).  The one with the best validation score is
-   the budget's model.  A budget that no probe can fill (the data supports fewer features) gets
-   the largest selection found and a ``note`` saying why.
+   the budget's model; only candidates of the largest size compete, so the budget is hit exactly
+   whenever any candidate can.  A budget that none can fill (the data supports fewer features)
+   gets the largest selections found and a ``note`` saying why.
 
 Every chosen model is reproducible alone: ``clone(estimator).set_params(mu=r.mu, max_features=K,
 refit=True, selection_patience=patience).fit(X, y, eval_set=eval_set)`` gives the same model
@@ -244,12 +245,13 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     t_base = time.perf_counter() - t_start
     mu_max = base.mu_max
     search = _Search(estimator, prep, budgets[-1], patience)
-    # what a probe at mu -> 0 reaches (the unpenalised fit's order, cut where its patience would end
-    # it): a larger budget is not sought by ever smaller mu
-    k_fill = min(budgets[-1], search.n_bags(base.order))
-    mu = mu_max / ratio
+    # the data may support fewer features than the largest budget: the descent also ends when two
+    # more steps of smaller mu have not added a feature
+    k_fill = min(budgets[-1], search.n_bags(base.full_order))
+    mu, counts = mu_max / ratio, []
     while mu_max > 0 and len(search.probes) < n_probes:  # geometric descent until the largest budget fills
-        if search.probe(mu)["n_bags"] >= k_fill or mu < mu_max * 1e-6:
+        counts.append(search.probe(mu)["n_bags"])
+        if counts[-1] >= k_fill or (len(counts) > 2 and counts[-1] <= max(counts[:-2])):
             break
         mu /= ratio
     for _ in range(refine):
@@ -329,7 +331,10 @@ def _candidates(k: int, base: _Unpenalised, search: _Search, larger: BudgetResul
 
 def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger) -> BudgetResult:
     best, seen = None, set()
-    for mu, source, feats in _candidates(k, base, search, larger):
+    cands = _candidates(k, base, search, larger)
+    size = max((search.n_bags(c[2]) for c in cands), default=0)
+    # the budget is hit exactly whenever some candidate can: smaller selections serve smaller budgets
+    for mu, source, feats in (c for c in cands if search.n_bags(c[2]) == size):
         key = tuple(sorted(feats.tolist()))
         if key in seen:
             continue
@@ -354,9 +359,8 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
             best = BudgetResult(k, mu, source, feats, val, None, seconds, model)
     if best is None:
         raise ValueError(f"budget {k}: no feature was ever selected (the unpenalised fit makes no split)")
-    if best.n_features < k:
-        reach = max([search.n_bags(base.full_order)]
-                    + [p["n_bags"] for p in search.probes.values()])
-        best.note = (f"{best.n_features} features: the unpenalised fit and every probe use at most {reach} "
-                     f"{'bags' if prep.bags is not None else 'features'}")
+    if size < k:
+        unit = "bags" if prep.bags is not None else "features"
+        reach = max([search.n_bags(base.full_order)] + [p["n_bags"] for p in search.probes.values()])
+        best.note = f"{size} {unit}: the unpenalised fit and every probe use at most {reach} {unit}"
     return best

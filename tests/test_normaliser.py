@@ -101,3 +101,22 @@ def test_newton_feature_count_falls_with_mu():
         counts.append(est.history_[-1]["n_features_used"])
     assert counts == sorted(counts, reverse=True), counts
     assert counts[-1] <= 4 < counts[0]
+
+
+def test_lightgbm_split_gains_are_bounded_by_the_normaliser():
+    """LightGBM's own Newton split gains (a second implementation of the gain) never exceed N of
+    their tree, computed by the baseline from LightGBM's probabilities."""
+    from gbfs.baselines import LightGBMBaseline
+
+    X, y = load_breast_cancer(return_X_y=True)
+    est = LightGBMBaseline(n_estimators=40, num_leaves=16, min_child_samples=3, reg_lambda=0.5,
+                           random_state=0).fit(X, y)
+    worst = 0.0
+    for info, rec in zip(est.booster_.dump_model()["tree_info"], est.history_):
+        stack = [info["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "split_gain" in node:
+                worst = max(worst, node["split_gain"] / rec["gain_normaliser"])
+                stack.extend((node["left_child"], node["right_child"]))
+    assert 0.1 < worst <= 1.0
