@@ -1,7 +1,8 @@
 """Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|gtgbm|data``).
 
 ``gtgbm`` (issue 3) is described in :mod:`runners.bench_gtgbm`, ``data`` (issue 4) in
-:mod:`runners.bench_data`, ``sampling`` (issue 5) in :mod:`runners.bench_sampling`.
+:mod:`runners.bench_data`, ``sampling`` (issue 5) in :mod:`runners.bench_sampling`, ``selection`` in
+:mod:`runners.bench_selection`.
 
 Targets live here, never as timed assertions in tests.  ``core`` (issue 2) measures,
 per paper shape (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634, synthetic
@@ -17,9 +18,14 @@ bins, learning rate 0.1, 50 trees, 2 threads, Newton gain and leaves, mu = 0):
 
 from __future__ import annotations
 
+import os
+
+# before numba, LightGBM or scikit-learn load an OpenMP runtime (it reads this once): spinning idle
+# OpenMP threads steal the cores from the next fit and distort timings on a shared machine
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -33,7 +39,7 @@ from gbfs import GBFSClassifier
 from gbfs.binning import BinMapper
 from gbfs.data.synthetic import PAPER_SHAPES, make_sparse_classification
 from gbfs.metrics import roc_auc
-from runners import bench_data, bench_gtgbm, bench_sampling
+from runners import bench_data, bench_gtgbm, bench_sampling, bench_selection
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "binning_ratio": 0.5, "penalty_overhead": 0.05,
            "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0, "memory_ratio": 3.0}
@@ -234,6 +240,7 @@ def main(argv=None) -> int:
     bench_gtgbm.add_parser(sub)
     bench_data.add_parser(sub)
     bench_sampling.add_parser(sub)
+    bench_selection.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 

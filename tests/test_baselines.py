@@ -129,6 +129,29 @@ def test_topk_uses_top_k_columns_by_split_importance(cancer):
     np.testing.assert_array_equal(est.predict_proba(Xp), est.predict_proba(Xv))
 
 
+def test_topk_gain_ranking_equals_direct_lightgbm_gain_order(cancer):
+    Xtr, ytr, Xv, yv = cancer
+    k = 5
+    est = _est("topk", k=k, importance_type="gain").fit(Xtr, ytr, eval_set=(Xv, yv))
+    gain = _direct(Xtr, ytr).feature_importance("gain")
+    expected = sorted(range(Xtr.shape[1]), key=lambda j: (-gain[j], j))[:k]
+    assert est.columns_.tolist() == expected
+    split = _direct(Xtr, ytr).feature_importance("split")
+    assert expected != sorted(range(Xtr.shape[1]), key=lambda j: (-split[j], j))[:k]  # a different ranking
+    direct = _direct(np.ascontiguousarray(Xtr[:, expected]), ytr)
+    np.testing.assert_array_equal(est.decision_function(Xv), direct.predict(Xv[:, expected], raw_score=True))
+
+
+def test_topk_gain_model_file_round_trip(tmp_path, cancer):
+    Xtr, ytr, Xv, _ = cancer
+    est = _est("topk", k=4, importance_type="gain").fit(Xtr, ytr)
+    est.save_model(tmp_path / "model.json")
+    same = LightGBMBaseline.load_model(tmp_path / "model.json")
+    assert same.importance_type == "gain" and same.get_params() == est.get_params()
+    np.testing.assert_array_equal(same.columns_, est.columns_)
+    np.testing.assert_array_equal(same.predict_proba(Xv), est.predict_proba(Xv))
+
+
 def test_topk_with_all_columns_keeps_rank_order(cancer):
     Xtr, ytr, Xv, _ = cancer
     est = _est("topk", k=30).fit(Xtr, ytr)
@@ -300,6 +323,7 @@ def test_tampered_or_malformed_file_is_refused(tmp_path, cancer):
     ({"kind": "topk", "k": 0}, "k must be >= 1"),
     ({"kind": "full", "k": 3}, "k only applies"),
     ({"kind": "cegb", "mu": -0.1}, "mu"),
+    ({"kind": "topk", "k": 3, "importance_type": "cover"}, "importance_type"),
     ({"lgb_params": {"n_estimators": 5}}, "lgb_params key 'n_estimators'"),
     ({"lgb_params": {"lambda": 1.0}}, "reg_lambda"),
     ({"lgb_params": {"metric": "auc"}}, "lgb_params key 'metric'"),

@@ -1,0 +1,158 @@
+"""The feature-selection benchmark's machinery (runners.bench_selection) end to end on tiny settings:
+outputs written, every family's chosen setting within its budget and chosen by validation AUC (checked
+from the CSV rows), verdict lines; the path family's guard; the target checks on handmade records."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import make_classification
+
+from runners import bench_selection_data as data
+from runners import bench_selection_families as families
+from runners import bench_selection_report as report
+from runners.bench_selection import add_parser, benchmark, make_split, settings, write_report
+from runners.bench_selection_families import FAMILIES, Booster, Grids
+
+BUDGETS = (3, 5)
+BOOSTER = Booster(n_estimators=15, early_stopping_rounds=5, threads=1)
+GRIDS = Grids(mu=(0.003, 0.03, 0.3), mu_budget=(0.0,), mu_refit=(0.01,), mu_cegb=(0.01, 0.1),
+              l1_C=(0.05, 1.0))
+
+
+def tiny_madelon(data_dir):
+    return make_classification(n_samples=400, n_features=40, n_informative=5, n_redundant=5, n_repeated=0,
+                               n_clusters_per_class=4, flip_y=0.01, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("selection")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(data.DATASETS, "madelon", tiny_madelon)
+        df = benchmark(["breast_cancer", "madelon"], [0], BUDGETS, list(FAMILIES), BOOSTER, GRIDS,
+                       out / "no-data", out / "selection.csv")
+    lines = write_report(df, BUDGETS, out, {"test": True})
+    return out, pd.read_csv(out / "selection.csv"), lines
+
+
+def test_outputs_are_written(run):
+    out, rows, lines = run
+    for name in ("selection.csv", "summary.md", "auc_vs_features.png"):
+        assert (out / name).stat().st_size > 0, name
+    assert set(rows["dataset"]) == {"breast_cancer", "madelon"}
+    expected = set(FAMILIES) if families.selection_path is not None else {
+        f for f in FAMILIES if FAMILIES[f].group != "path"}
+    assert set(rows["family"]) == expected
+    summary = (out / "summary.md").read_text()
+    assert "## madelon" in summary and "gbfs:best-val" in summary and "| final model |" in summary
+
+
+def test_eligibility_and_budgets_from_the_csv(run):
+    _, rows, _ = run
+    for r in rows.itertuples():
+        eligible = [] if pd.isna(r.eligible_budgets) else [int(k) for k in str(r.eligible_budgets).split(";")]
+        assert eligible == [k for k in BUDGETS if r.n_features <= k]
+    budgeted = rows.dropna(subset=["budget"])
+    assert set(budgeted["group"]) >= {"budget", "refit", "topk", "lgbm-topk"}
+    assert (budgeted["n_features"] <= budgeted["budget"]).all()
+
+
+def test_every_chosen_setting_is_within_budget_and_best_on_validation(run):
+    out, rows, _ = run
+    chosen = report.choose(rows, BUDGETS)
+    table = report.cells(chosen)
+    candidates = rows[rows["group"] != "reference"]
+    n_cells = 0
+    for (ds, fam), group in candidates.groupby(["dataset", "family"]):
+        for k in BUDGETS:
+            eligible = group[group["n_features"] <= k]
+            pick = chosen[(chosen["dataset"] == ds) & (chosen["family"] == fam) & (chosen["K"] == k)]
+            if eligible.empty:
+                assert pick.empty
+                continue
+            n_cells += 1
+            assert len(pick) == 1 and pick["n_features"].iloc[0] <= k
+            assert pick["val_auc"].iloc[0] == eligible["val_auc"].max()
+            best = eligible[eligible["val_auc"] == eligible["val_auc"].max()]
+            assert pick["n_features"].iloc[0] == best["n_features"].min()  # ties: fewer features
+            cell = table[(table["dataset"] == ds) & (table["family"] == fam) & (table["K"] == k)]
+            assert cell["test_auc"].iloc[0] == pytest.approx(pick["test_auc"].iloc[0])
+    assert n_cells >= 2 * len(BUDGETS) * 20
+    # gbfs:best-val: the best validation AUC among the feature-selecting gbfs families' choices
+    selecting = chosen[chosen["group"].isin(families.SELECTING_GROUPS)]
+    for (ds, k), group in selecting.groupby(["dataset", "K"]):
+        best = chosen[(chosen["dataset"] == ds) & (chosen["K"] == k) & (chosen["family"] == report.BEST)]
+        assert best["val_auc"].iloc[0] == group["val_auc"].max()
+        assert best["n_features"].iloc[0] <= k
+        assert best["chosen_family"].iloc[0] in set(group["family"])
+
+
+def test_verdict_lines(run):
+    out, _, lines = run
+    targets = [line for line in lines if line[:3] in {f"({c})" for c in "abcdef"}]
+    assert [t[:3] for t in targets] == ["(a)", "(b)", "(c)", "(d)", "(e)", "(f)"]
+    for t in targets:
+        assert re.search(r": (MET|NOT MET)$", t), t
+    assert all(line in (out / "summary.md").read_text() for line in lines)
+
+
+def test_path_family_skips_itself_without_selection_path(monkeypatch, capsys):
+    X, y = tiny_madelon(None)
+    split = make_split("tiny", X, y, 0, BUDGETS, BOOSTER, GRIDS)
+    monkeypatch.setattr(families, "selection_path", None)
+    assert FAMILIES["gbfs:path-agbm-newton"].run(split) == []
+    assert "not importable" in capsys.readouterr().out
+
+
+def test_split_protocol_and_capped_budgets():
+    X, y = tiny_madelon(None)
+    split = make_split("tiny", X, y, 1, (5, 50), BOOSTER, GRIDS)
+    assert len(split.y_test) == 120 and len(split.y_val) == 56 and len(split.y_fit) == 224
+    assert split.budgets == (5, 40)  # a budget above the 40 features is built for all of them
+    assert abs(split.y_test.mean() - y.mean()) < 0.02  # stratified
+
+
+def test_gbfs_mu_is_rescaled_to_gain_units():
+    X, y = tiny_madelon(None)
+    split = make_split("tiny", X, y, 0, BUDGETS, BOOSTER, GRIDS)
+    n = len(split.y_fit)
+    assert families.mu_raw(split, "agbm", "sse", 0.01) == 0.01
+    assert families.mu_raw(split, "gbfs", "sse", 0.01) == pytest.approx(0.01 * n * np.var(split.y_fit))
+    assert families.mu_raw(split, "gbfs", "newton", 0.01) == pytest.approx(0.01 * n)
+
+
+def _records(**cols):
+    base = {"dataset": "d", "seed": 0, "family": "gbfs:agbm-sse", "group": "penalised", "setting": "",
+            "budget": np.nan, "note": "", "d": 30, "n_test": 500, "fit_seconds": 1.0}
+    n = len(next(iter(cols.values())))
+    return pd.DataFrame([{**base, **{k: v[i] for k, v in cols.items()}} for i in range(n)])
+
+
+def test_monotonicity_and_budget_checks_report_violations():
+    rows = _records(mu=[0.1, 0.01, 0.03], n_features=[2, 9, 4])
+    assert report.monotonicity_violations(rows) == []
+    rows = _records(mu=[0.1, 0.01, 0.03], n_features=[5, 9, 4])
+    assert report.monotonicity_violations(rows) == ["d seed 0 gbfs:agbm-sse: mu 0.03 -> 0.1: 4 -> 5 features"]
+    over = _records(group=["refit", "path"], family=["gbfs:agbm-sse+refit", "gbfs:path-agbm-sse"],
+                    budget=[5, 10], n_features=[6, 8], note=["", "data support 8 features"])
+    lines = report._budget_lines(over, pd.DataFrame({"dataset": ["d"], "K": [50], "d": [30]}))
+    assert lines[0].endswith("NOT MET") and "6 features" in lines[1] and "data support 8" in lines[2]
+    assert "K=50 >= the 30 features of d" in lines[3]
+
+
+def test_cli_settings(tmp_path):
+    ap = argparse.ArgumentParser()
+    add_parser(ap.add_subparsers(dest="suite"))
+    quick = settings(ap.parse_args(["selection", "--quick"]))
+    assert quick["seeds"] == (0,) and quick["out"].name == "quick" and len(quick["datasets"]) < 8
+    full = settings(ap.parse_args(["selection", "--datasets", "madelon", "--budgets", "10", "5", "--families",
+                                   "lgbm:*", "--out", str(tmp_path)]))
+    assert full["budgets"] == (5, 10) and full["seeds"] == (0, 1, 2) and full["out"] == tmp_path
+    assert full["families"] == ["lgbm:topk-gain", "lgbm:topk-split", "lgbm:cegb"]
+    with pytest.raises(SystemExit):
+        ap.parse_args(["selection", "--budgets", "0"])
