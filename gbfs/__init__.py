@@ -1,4 +1,5 @@
-"""gbfs: feature-selecting gradient boosting (GBFS, A-GBM) on a numba histogram learner."""
+"""gbfs: feature-selecting gradient boosting (GBFS, A-GBM, GT-GBM) on a numba histogram learner, with
+hard feature budgets, a selection path over budgets, relaxed refits and selection stability."""
 
 from .estimators import GBFSClassifier, GBFSRegressor
 from .model_io import load_model

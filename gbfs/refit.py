@@ -69,7 +69,10 @@ def refit(X_binned: np.ndarray, y: np.ndarray, bin_mapper, columns: np.ndarray, 
         Eval sets binned on all columns (early stopping and ``history_``).
     """
     columns = np.asarray(columns, dtype=np.int64)
-    sub = lambda Xb: np.asfortranarray(Xb[:, columns])  # noqa: E731
+
+    def sub(Xb):  # the selected columns, Fortran-ordered as the histogram kernels read them
+        return np.asfortranarray(Xb[:, columns])
+
     result = boost(sub(X_binned), y, bin_mapper.subset(columns), refit_params(params),
                    FeatureUsage(columns.shape[0], 0.0), [(name, sub(Xb), yv) for name, Xb, yv in evals],
                    callbacks, model=model, sample_rng=sample_rng)
