@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,8 +28,6 @@ from gbfs.data import Dataset, load_dataset  # noqa: E402
 from gbfs.metrics import roc_auc  # noqa: E402
 from runners import tracking  # noqa: E402
 
-ESTIMATORS = ("gbfs", "lightgbm")
-
 
 @dataclass
 class Outcome:
@@ -40,6 +38,15 @@ class Outcome:
     history: list[dict]
     selected: list[int]
     selected_names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Logged:
+    """What one ``runners.run`` run logged: the metrics it returns, and one row of the summary table
+    per model it fitted (the model's metrics and ``budget``, the K it was held to, or None)."""
+
+    metrics: dict[str, float]
+    rows: list[dict]
 
 
 def load_data(cfg: DictConfig) -> Dataset:
@@ -65,7 +72,8 @@ def method_params(method: DictConfig, overrides: Mapping | None = None,
     ``sampler.search_space``; they are returned with the method's and win over ``sampler.params``
     in :func:`with_sampler` (which :func:`build_estimator` applies).
     """
-    params = OmegaConf.to_container(method.params, resolve=True)
+    # a mandatory value left unset (``???``) fails here, naming its key, not in the estimator
+    params = OmegaConf.to_container(method.params, resolve=True, throw_on_missing=True)
     allowed = set(params) | set(sampler_params(sampler)) | set(_space(sampler))
     unknown = set(overrides or {}) - allowed
     if unknown:
@@ -134,11 +142,7 @@ def with_sampler(method: DictConfig, params: Mapping, sampler: DictConfig | None
         raise ValueError(f"sampler {merged['sampler']!r} (sampler group) and {given['sampler']!r} "
                          f"(method.params) disagree")
     merged.update(given)
-    if method.estimator == "gbfs":
-        return {**params, **merged}
-    if method.estimator == "lightgbm":
-        return {**params, **lightgbm_sampling(merged, params.get("lgb_params"))}
-    raise ValueError(f"method.estimator must be one of {ESTIMATORS}, got {method.estimator!r}")
+    return {**params, **estimator_kind(method).sampling(merged, params)}
 
 
 def _check_unused(kind: str | None, args: Mapping) -> None:
@@ -190,18 +194,53 @@ def _lgb_canonical(key: str) -> str:
         return key
 
 
+# ---------------------------------------------------------------- estimators (method.estimator)
+
+def _gbfs(**kwargs) -> GBFSClassifier:
+    return GBFSClassifier(**kwargs)
+
+
+def _lightgbm(**kwargs):
+    from gbfs.baselines import LightGBMBaseline  # imports LightGBM, which only its methods need
+
+    return LightGBMBaseline(**kwargs)
+
+
+@dataclass(frozen=True)
+class EstimatorKind:
+    """How a ``method.estimator`` is built: its class from keyword arguments, and how the row
+    sampler's arguments (``SAMPLER_ARGS``) map to its own, given the method's params."""
+
+    build: Callable[..., object]
+    sampling: Callable[[dict, dict], dict]
+
+
+_GBFS = EstimatorKind(_gbfs, lambda args, params: args)
+#: ``method.estimator`` -> its kind; a new estimator is one entry here and a method yaml.
+#: ``gbfs_path`` is the template ``GBFSClassifier`` of a selection path (``runners.path_run``).
+ESTIMATORS: dict[str, EstimatorKind] = {
+    "gbfs": _GBFS,
+    "gbfs_path": _GBFS,
+    "lightgbm": EstimatorKind(_lightgbm,
+                              lambda args, params: lightgbm_sampling(args, params.get("lgb_params"))),
+}
+
+
+def estimator_kind(method: DictConfig) -> EstimatorKind:
+    """The :class:`EstimatorKind` of ``method.estimator``; ``ValueError`` naming the known ones."""
+    try:
+        return ESTIMATORS[method.estimator]
+    except KeyError:
+        raise ValueError(f"method.estimator must be one of {sorted(ESTIMATORS)}, got "
+                         f"{method.estimator!r}") from None
+
+
 def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict,
                     sampler: DictConfig | None = None):
     """``GBFSClassifier`` or ``LightGBMBaseline`` from a method config (``method.estimator``), with the
     row sampler of ``sampler`` (``cfg.sampler``) merged by :func:`with_sampler`."""
     params = with_sampler(method, params, sampler)
-    if method.estimator == "gbfs":
-        return GBFSClassifier(random_state=seed, n_threads=n_threads, **params)
-    if method.estimator == "lightgbm":
-        from gbfs.baselines import LightGBMBaseline
-
-        return LightGBMBaseline(random_state=seed, n_threads=n_threads, **params)
-    raise ValueError(f"method.estimator must be one of {ESTIMATORS}, got {method.estimator!r}")
+    return estimator_kind(method).build(random_state=seed, n_threads=n_threads, **params)
 
 
 class FitProgress:
@@ -243,12 +282,18 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
     predicted probabilities, as the GT-GBM paper's Table 3), ``test_logloss``; plus
     ``n_selected_features``, ``precompute_seconds``, ``fit_seconds``, ``predict_seconds``; on a
     synthetic stand-in ``relevant_selected``; for GBDT-topK ``ranking_seconds`` (its ranking fit,
-    part of ``fit_seconds``).
+    part of ``fit_seconds``); in refit mode (``refit=True``, ``method="topk"``) ``refit_seconds``
+    (the unpenalised refit on the selected features, part of ``fit_seconds``).
     """
     est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"))
     t0 = time.perf_counter()
     est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), callbacks=list(callbacks))
-    fit_seconds = time.perf_counter() - t0
+    return evaluate(est, ds, time.perf_counter() - t0, evaluate_test)
+
+
+def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True) -> Outcome:
+    """The :class:`Outcome` of a fitted estimator: the metrics of :func:`fit_evaluate` (with the
+    given ``fit_seconds``), its per-iteration history and its selected features."""
     p_val = est.predict_proba(ds.X_val)[:, 1]
     metrics = {"val_auc": roc_auc(ds.y_val, p_val), "val_rmse": _rmse(ds.y_val, p_val),
                "n_selected_features": float(len(est.selected_features_)),
@@ -256,6 +301,8 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
                "fit_seconds": fit_seconds}
     if "ranking_seconds" in est.timings_:      # GBDT-topK: the all-feature fit that ranks (in fit_seconds)
         metrics["ranking_seconds"] = float(est.timings_["ranking_seconds"])
+    if hasattr(est, "selection_history_"):     # refit mode (or topk): the unpenalised refit's share
+        metrics["refit_seconds"] = float(est.timings_["refit_seconds"])
     if evaluate_test:
         t0 = time.perf_counter()
         p_test = est.predict_proba(ds.X_test)[:, 1]

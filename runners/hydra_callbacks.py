@@ -37,12 +37,46 @@ class InitOptunaStorage(Callback):
             _storage(config.tune.storage)
 
 
-#: runs of a tuning study that are not a fitted model of their own (the study and its trials)
-NOT_A_RESULT = {"study", "trial"}
+#: runs that are not a fitted model of their own: a tuning study and its trials (the study's refit
+#: is one), a selection path's parent (its nested runs, one per budget, are)
+NOT_A_RESULT = {"study", "trial", "path"}
+#: tags every run has, checked for a column even when the sweep does not name them
+ALWAYS_CHECKED = ("sampler", "seed")
+
+
+def swept_keys(config: DictConfig) -> list[str]:
+    """The config keys a multirun sweeps: the sweep overrides of the command line
+    (``method.params.mu=0.1,1``) and the sweeper's ``params`` (an experiment's), in that order."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    given = list(config.hydra.overrides.task)
+    given += [f"{k}={v}" for k, v in (config.hydra.sweeper.get("params") or {}).items()]
+    keys = [o.key_or_group for o in OverridesParser.create().parse_overrides(given) if o.is_sweep_override()]
+    return list(dict.fromkeys(keys))
+
+
+def run_value(run, key: str) -> str | None:
+    """A run's value of config key ``key``: its tag, its param, or for a config group (``sampler``)
+    the param ``<group>.name``."""
+    data = run.data
+    for found in (data.tags.get(key), data.params.get(key), data.params.get(f"{key}.name")):
+        if found is not None:
+            return found
+    return None
+
+
+def varying_columns(runs: list, keys: list[str], shown: set[str]) -> list[str]:
+    """The ``keys`` whose values differ between ``runs`` and that are not ``shown`` already."""
+    return [k for k in dict.fromkeys(keys) if k not in shown and len({run_value(r, k) for r in runs}) > 1]
 
 
 class PrintComparison(Callback):
-    """At the end of a multirun, print the sweep's runs as a table and how to open the MLflow UI."""
+    """At the end of a multirun, print the sweep's runs as a table and how to open the MLflow UI.
+
+    One row per fitted model: a tuning study's refit, a selection path's budgets.  Besides method,
+    dataset and budget, the table shows every swept parameter (and the sampler and seed) whose value
+    differs between its rows, so a sweep over e.g. samplers does not print identical-looking rows.
+    """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         from runners.run import format_table, ui_hint
@@ -52,11 +86,15 @@ class PrintComparison(Callback):
         if exp is None:
             return
         sweep = str(config.hydra.sweep.dir).replace("'", "\\'")
-        runs = client.search_runs([exp.experiment_id], filter_string=f"tags.sweep_dir = '{sweep}'",
-                                  order_by=["attributes.start_time ASC"], max_results=5000)
-        rows = [{"method": r.data.tags.get("method", "?") + ("" if r.info.status == "FINISHED"
-                                                              else f" ({r.info.status})"),
-                 "dataset": r.data.tags.get("dataset", "?"), **r.data.metrics} for r in runs
-                if r.data.tags.get("role") not in NOT_A_RESULT]    # a tuning sweep: its refits
-        print("\n" + format_table(rows))
+        found = client.search_runs([exp.experiment_id], filter_string=f"tags.sweep_dir = '{sweep}'",
+                                   order_by=["attributes.start_time ASC"], max_results=5000)
+        runs = [r for r in found if r.data.tags.get("role") not in NOT_A_RESULT]
+        columns = varying_columns(runs, [*ALWAYS_CHECKED, *swept_keys(config)],
+                                  shown={"method", "dataset", "budget"})
+        rows = [{**r.data.metrics, **{k: run_value(r, k) for k in columns},
+                 "method": r.data.tags.get("method", "?") + ("" if r.info.status == "FINISHED"
+                                                             else f" ({r.info.status})"),
+                 "dataset": r.data.tags.get("dataset", "?"), "budget": r.data.tags.get("budget")}
+                for r in runs]
+        print("\n" + format_table(rows, columns))
         print(ui_hint(config.tracking.uri))

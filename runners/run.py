@@ -5,11 +5,19 @@ run per fitted model with, under the same names for every method: the flattened 
 params and the resolved config as ``config.yaml``; the metrics of
 :func:`runners.experiment.fit_evaluate`; the curves ``val_auc``, ``val_rmse``, ``root_variance``,
 ``elapsed_seconds`` by iteration; the selected features (JSON), their correlation heatmap (PNG)
-and the model file; tags method, dataset, seed, git commit.  A failure marks the run FAILED and
-re-raises.  ``tune=optuna`` hands over to :mod:`runners.tune`.
+and the model file; tags method, dataset, seed, git commit, and ``budget`` (tag and param) when
+the method has a hard feature budget (:mod:`runners.budget`); with ``stability.enabled``, the
+selection stability (:mod:`runners.stability`).  A failure marks the run FAILED and re-raises.
+``tune=optuna`` hands over to :mod:`runners.tune`.
+
+What a run fits is the :data:`KINDS` entry of ``method.estimator``: one model (:func:`fit_one`) by
+default, the selection path with a nested run per budget for ``gbfs_path``
+(:func:`runners.path_run.fit_path`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
 
 import hydra
 import mlflow
@@ -17,14 +25,15 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from runners import experiment, tracking
+from gbfs.data import Dataset
+from runners import budget, experiment, path_run, stability, tracking
 
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
     tags = {"method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
             "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
             "git_commit": tracking.git_commit(),
-            "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower()}
+            "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower(), **budget.budget_tags(cfg)}
     if HydraConfig.initialized():
         hc = HydraConfig.get()
         if hc.mode is not None and hc.mode.name == "MULTIRUN":
@@ -79,34 +88,51 @@ def _with_topk(cfg: DictConfig) -> DictConfig:
     return cfg
 
 
+def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Logged:
+    """Fit ``cfg.method`` once and log it to the active run (the default of :data:`KINDS`)."""
+    progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}")
+    try:
+        outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method), callbacks=[progress])
+    finally:
+        progress.close()
+    run_id = mlflow.active_run().info.run_id
+    experiment.log_outcome(outcome, ds, run_id)
+    metrics = {**outcome.metrics, **stability.log_stability(cfg, ds, outcome.model, run_id)}
+    return experiment.Logged(metrics, [{"budget": budget.budget_of(cfg.method), **metrics}])
+
+
+#: what a run of ``method.estimator`` fits and logs, when it is not one model (:func:`fit_one`):
+#: ``(cfg, dataset, the run's tags) -> Logged``, logging to the active run
+KINDS: dict[str, Callable[[DictConfig, Dataset, dict[str, str]], experiment.Logged]] = {
+    "gbfs_path": path_run.fit_path,
+}
+
+
 def run(cfg: DictConfig) -> dict[str, float]:
     """Fit ``cfg.method`` on ``cfg.dataset``, evaluate on validation and test, log everything; return
-    the metrics."""
+    the metrics (of the run itself: for a selection path, the path's)."""
     if cfg.tune.enabled:
         from runners import tune
 
         return tune.run(cfg)
     tracking.configure(cfg.tracking)
-    with mlflow.start_run(run_name=cfg.run_name, tags=run_tags(cfg)) as active:
-        run_id = active.info.run_id
+    tags = run_tags(cfg)
+    with mlflow.start_run(run_name=cfg.run_name, tags=tags) as active:
         try:
             cfg = _with_topk(cfg)
-            tracking.log_config(cfg, run_id)
-            ds = experiment.load_data(cfg)
-            progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}")
-            try:
-                outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method),
-                                                  callbacks=[progress])
-            finally:
-                progress.close()
-            experiment.log_outcome(outcome, ds, run_id)
+            k_tags = budget.budget_tags(cfg)      # GBDT-topK's K may be known only now
+            tags.update(k_tags)
+            mlflow.set_tags(k_tags)
+            tracking.log_config(cfg, active.info.run_id, extra=k_tags)
+            logged = KINDS.get(cfg.method.estimator, fit_one)(cfg, experiment.load_data(cfg), tags)
         except BaseException:
             mlflow.end_run(status="FAILED")
             raise
     if cfg.get("print_summary", True) and not _in_multirun():
-        print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name, **outcome.metrics}]))
+        print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name, **row}
+                            for row in logged.rows]))
         print(ui_hint(cfg.tracking.uri))
-    return outcome.metrics
+    return logged.metrics
 
 
 def _in_multirun() -> bool:
@@ -117,17 +143,28 @@ def _in_multirun() -> bool:
 
 
 def _cell(row: dict, key: str, fmt: str) -> str:
-    return format(row[key], fmt) if row.get(key) is not None else "-"
+    value = row.get(key)
+    if value in (None, "", "None"):     # "None": a param logged from a null config value
+        return "-"
+    try:
+        return format(float(value), fmt) if fmt else str(value)
+    except ValueError:     # a tag or param that is not a number
+        return str(value)
 
 
-def format_table(rows: list[dict]) -> str:
-    """A Markdown table: method, dataset, test AUC, test RMSE, selected features, fit seconds."""
-    lines = ["| method | dataset | test AUC | test RMSE | selected features | fit s |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        lines.append(f"| {r['method']} | {r['dataset']} | {_cell(r, 'test_auc', '.4f')} | "
-                     f"{_cell(r, 'test_rmse', '.4f')} | {_cell(r, 'n_selected_features', '.0f')} | "
-                     f"{_cell(r, 'fit_seconds', '.1f')} |")
+#: the table's numeric columns: (header, row key, format)
+TABLE_METRICS = (("test AUC", "test_auc", ".4f"), ("test RMSE", "test_rmse", ".4f"),
+                 ("selected features", "n_selected_features", ".0f"), ("fit s", "fit_seconds", ".1f"))
+
+
+def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
+    """A Markdown table: method, dataset, budget (the K a model was held to, "-" if none), the
+    ``columns`` (e.g. the parameters a sweep varies), test AUC, test RMSE, selected features, fit
+    seconds."""
+    cols = [("method", "method", ""), ("dataset", "dataset", ""), ("budget", "budget", ".0f"),
+            *((c, c, "") for c in columns), *TABLE_METRICS]
+    lines = ["| " + " | ".join(h for h, _, _ in cols) + " |", "|" + " --- |" * len(cols)]
+    lines += ["| " + " | ".join(_cell(r, key, fmt) for _, key, fmt in cols) + " |" for r in rows]
     return "\n".join(lines)
 
 

@@ -71,14 +71,16 @@ def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
     return out
 
 
-def log_config(cfg: DictConfig, run_id: str) -> None:
-    """The flattened config as params and the resolved config as ``config.yaml``."""
+def log_config(cfg: DictConfig, run_id: str, extra: Mapping[str, object] | None = None) -> None:
+    """The flattened config as params, with the ``extra`` params (e.g. ``budget``), and the resolved
+    config as ``config.yaml``."""
     container = OmegaConf.to_container(cfg, resolve=True)
-    params = [Param(k, v[:_MAX_VALUE]) for k, v in flatten(container).items()]
+    flat = {**flatten(container), **{k: str(v) for k, v in (extra or {}).items()}}
+    params = [Param(k, v[:_MAX_VALUE]) for k, v in flat.items()]
     client = MlflowClient()
     for i in range(0, len(params), _MAX_PARAMS):
         client.log_batch(run_id, params=params[i:i + _MAX_PARAMS])
-    mlflow.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
+    client.log_text(run_id, OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
 
 
 def log_metrics(run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:

@@ -8,7 +8,9 @@ directly (seeded TPE, median pruning on the per-iteration validation metric, RDB
 is resumable by name and runs only the trials missing to reach ``tune.n_trials`` finished ones,
 within ``tune.timeout`` seconds.  ``tune.objective=val_auc_budget`` either penalises the features
 over ``tune.feature_budget`` (``tune.budget_mode=penalty``) or makes those trials infeasible
-(``constraint``: TPE learns the constraint and the refit only considers trials within the budget).
+(``constraint``: TPE learns the constraint and the refit only considers trials within the budget);
+``tune.budget_mode=hard`` gives every trial ``max_features`` = ``tune.feature_budget`` (``k`` for
+GBDT-topK, :mod:`runners.budget`), so each trial is within the budget by construction.
 The test split is only looked at by the refit.  A progress bar over the trials shows the best value
 so far (``tune.progress``; never in a multirun, where Optuna logs one line per trial instead).
 
@@ -41,7 +43,7 @@ from tqdm.auto import tqdm
 
 from gbfs.callbacks import CallbackEnv
 from gbfs.data import Dataset
-from runners import experiment, tracking
+from runners import budget, experiment, stability, tracking
 from runners.run import _in_multirun, _with_topk, format_table, run_tags, ui_hint
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ log = logging.getLogger(__name__)
 #: trial states that count toward ``tune.n_trials``
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 OBJECTIVES = ("val_auc", "val_auc_budget")
-BUDGET_MODES = ("penalty", "constraint")
+BUDGET_MODES = ("penalty", "constraint", budget.HARD)
 PARAM_TYPES = ("float", "int", "categorical")
 #: the MLflow status of a trial's nested run, by Optuna state
 RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
@@ -147,8 +149,8 @@ def budget_excess(n_features: float, tune: DictConfig | Mapping) -> float:
 def feasible(trial: FrozenTrial, tune: DictConfig | Mapping) -> bool:
     """Whether ``trial`` may be the study's best: always, unless the budget is a constraint and the
     trial's model used more than ``tune.feature_budget`` features (judged with the current budget,
-    so a resumed study with another budget picks its best by that one)."""
-    if not constrained(tune):
+    so a resumed study with another budget picks its best by that one; so does a hard budget)."""
+    if not (constrained(tune) or budget.is_hard(tune)):
         return True
     n = trial.user_attrs.get("n_selected_features")
     return n is not None and budget_excess(n, tune) == 0
@@ -450,12 +452,13 @@ def refit(cfg: DictConfig, ds: Dataset, best_params: Mapping, tags: dict[str, st
         best_cfg.method.params.update(dict(best_params))
     parent = mlflow.active_run()
     with mlflow.start_run(nested=True, run_name="refit", tags=tags) as active:
-        tracking.log_config(best_cfg, active.info.run_id)
+        tracking.log_config(best_cfg, active.info.run_id, extra=budget.budget_tags(best_cfg))
         out = experiment.fit_evaluate(best_cfg, ds, experiment.method_params(best_cfg.method))
         experiment.log_outcome(out, ds, active.info.run_id)
+        metrics = {**out.metrics, **stability.log_stability(best_cfg, ds, out.model, active.info.run_id)}
     if parent is not None:
         _supersede_refits(active.info, parent.info.run_id)
-    return out.metrics
+    return metrics
 
 
 def _supersede_refits(latest: mlflow.entities.RunInfo, parent_id: str) -> None:
@@ -492,6 +495,8 @@ def _optimize(study: optuna.Study, objective: Objective, remaining: int, cfg: Di
 def _tune(cfg: DictConfig, study: optuna.Study, tags: dict[str, str], parent_id: str,
           invocation: int) -> dict[str, float]:
     cfg = _with_topk(cfg)
+    tags = {**tags, **budget.budget_tags(cfg)}    # GBDT-topK's K may be known only now
+    mlflow.set_tags(budget.budget_tags(cfg))
     if invocation == 1:
         tracking.log_config(cfg, parent_id)
     else:   # params cannot change: a resumed study's parent keeps its first config as params
@@ -581,8 +586,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Raises
     ------
     ValueError
-        On bad settings (search space, objective, budget, pruner, ``n_trials``, ``timeout``),
-        before any run is logged.
+        On bad settings (search space, objective, budget, hard budget, pruner, ``n_trials``,
+        ``timeout``), before any run is logged.
     RuntimeError
         If no trial of the study completed, or none within the budget in ``budget_mode: constraint``.
     """
@@ -590,6 +595,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
         raise ValueError("runners.tune needs the Optuna settings: pass tune=optuna (conf/tune/optuna.yaml)")
     if not cfg.tune.storage:
         raise ValueError("tune.storage must be an SQLAlchemy URL (sqlite:///optuna.db, postgresql://...)")
+    cfg = budget.with_hard_budget(cfg)
     check_search_space(cfg.method, cfg.get("sampler"))
     check_tune(cfg.tune)   # bad settings fail now, not in every trial
     exp_id = tracking.configure(cfg.tracking)
@@ -606,7 +612,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
             raise
     if cfg.get("print_summary", True) and not _in_multirun():
         if cfg.tune.refit:
-            print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name, **metrics}]))
+            print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name,
+                                 **budget.budget_tags(cfg), **metrics}]))
         print(f"study {name}: best {cfg.tune.objective} {metrics['best_value']:.4f}")
         print(ui_hint(cfg.tracking.uri))
     return metrics

@@ -6,14 +6,15 @@ import pytest
 from harness_utils import compose_cfg, group_options
 from omegaconf import OmegaConf
 
-from runners import experiment
+from runners import budget, experiment, run
 
 METHODS = group_options("method")
 DATASETS = group_options("dataset")
 
 
 def test_groups_hold_what_the_issue_names():
-    assert set(METHODS) == {"gbfs", "agbm", "gtgbm", "gbdt_full", "gbdt_topk", "lgbm_cegb"}
+    assert set(METHODS) == {"gbfs", "agbm", "gtgbm", "gbdt_full", "gbdt_topk", "lgbm_cegb", "gbfs_topk",
+                            "gbfs_path", "agbm_path", "gtgbm_path"}
     assert {"gisette", "epsilon", "flight", "gisette_like", "epsilon_like", "flight_like"} <= set(DATASETS)
     assert {"off", "optuna"} <= set(group_options("tune"))
     assert {"sqlite", "remote"} <= set(group_options("tracking"))
@@ -29,10 +30,13 @@ def test_every_method_and_dataset_instantiates(tmp_path, method, dataset):
     params = experiment.method_params(cfg.method)
     if method == "gbdt_topk":
         params["k"] = 5                          # normally taken from sibling runs
+    if method == "gbfs_topk":
+        assert params["max_features"] is None    # no default K: it must be given
+        params["max_features"] = 5
     est = experiment.build_estimator(cfg.method, cfg.seed, cfg.n_threads, params)
     assert est.get_params()["random_state"] == cfg.seed
-    # the search space names parameters of the method, with valid types
-    for name, spec in cfg.method.search_space.items():
+    # the search space names parameters of the method, with valid types (a path has none)
+    for name, spec in (cfg.method.search_space or {}).items():
         assert name in cfg.method.params
         assert spec.type in ("float", "int", "categorical")
         if spec.type != "categorical":
@@ -67,3 +71,32 @@ def test_paths_derive_from_root(tmp_path):
     assert cfg.tracking.uri == f"sqlite:///{tmp_path}/mlflow.db"
     assert cfg.tracking.artifact_location == f"{tmp_path}/mlartifacts"
     assert cfg.paths.log_dir == f"{tmp_path}/outputs"
+
+
+@pytest.mark.parametrize("method", ["gbfs", "agbm", "gtgbm"])
+def test_gbfs_methods_expose_the_budget_and_refit_off_by_default(tmp_path, method):
+    cfg = compose_cfg(tmp_path, [f"method={method}"])
+    assert cfg.method.params.max_features is None and cfg.method.params.refit is False
+    assert cfg.method.budget_param == "max_features" and budget.budget_of(cfg.method) is None
+    given = compose_cfg(tmp_path, [f"method={method}", "method.params.max_features=7",
+                                   "method.params.refit=true"])
+    est = experiment.build_estimator(given.method, 0, 1, experiment.method_params(given.method))
+    assert est.get_params()["max_features"] == 7 and est.get_params()["refit"] is True
+    assert budget.budget_tags(given) == {"budget": "7"}
+
+
+@pytest.mark.parametrize("method, template", [("gbfs_path", "gbfs"), ("agbm_path", "agbm"),
+                                              ("gtgbm_path", "gtgbm")])
+def test_path_methods_are_their_method_as_a_path(tmp_path, method, template):
+    path, base = compose_cfg(tmp_path, [f"method={method}"]), compose_cfg(tmp_path, [f"method={template}"])
+    assert path.method.estimator == "gbfs_path" and path.method.params == base.method.params
+    assert list(path.method.budgets) == [5, 10, 20, 50] and path.method.search_space is None
+    assert dict(path.method.path) == {"patience": 10, "n_probes": 12, "refine": 1}
+    assert not path.method.counts_for_topk and budget.budget_of(path.method) is None
+    assert "gbfs_path" in run.KINDS       # runners.run fits it as a path, not as one model
+
+
+def test_unknown_estimator_names_the_known_ones(tmp_path):
+    cfg = compose_cfg(tmp_path, ["method=agbm", "method.estimator=xgboost"])
+    with pytest.raises(ValueError, match=r"must be one of \['gbfs', 'gbfs_path', 'lightgbm'\]"):
+        experiment.build_estimator(cfg.method, 0, 1, experiment.method_params(cfg.method))

@@ -105,11 +105,51 @@ def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
     topk = runs[-1]
     assert topk.info.status == "FINISHED" and topk.data.tags["method"] == "gbdt_topk"
     assert topk.data.params["method.params.k"] == str(expected)
+    assert topk.data.tags["budget"] == topk.data.params["budget"] == str(expected)   # K resolved in the run
     assert metrics["n_selected_features"] <= expected
     assert topk.data.metrics["ranking_seconds"] <= topk.data.metrics["fit_seconds"]
     # the scale written as another number of the same value finds the same siblings
     same = [o if o != "dataset.scale=0.05" else "dataset.scale=0.050" for o in TINY]
     assert run_module.resolve_topk_k(compose_cfg(tmp_path, [*same, "method=gbdt_topk"])) == expected
+
+
+def test_max_features_run_logs_its_budget_and_stability_when_asked(tmp_path, capsys):
+    budgeted = ["method.params.max_features=3", "method.params.refit=true"]
+    cfg = compose_cfg(tmp_path, [*TINY, "method=agbm", *budgeted, "stability.enabled=true",
+                                 "stability.n_resamples=3"])
+    metrics = run_module.run(cfg)
+    client, (r,) = _runs(tmp_path)
+    assert r.data.tags["budget"] == r.data.params["budget"] == "3"
+    assert r.data.params["method.params.max_features"] == "3"
+    assert 1 <= r.data.metrics["n_selected_features"] <= 3
+    assert r.data.metrics["refit_seconds"] <= r.data.metrics["fit_seconds"]
+    assert "| agbm | gisette_like | 3 |" in capsys.readouterr().out
+    # stability: a clone of the run's estimator on 3 half-samples of train
+    assert 0 <= metrics["stability_jaccard"] == r.data.metrics["stability_jaccard"] <= 1
+    assert -1 <= r.data.metrics["stability_kuncheva"] <= 1 and "stability_seconds" in r.data.metrics
+    assert {"stability.json", "stability.png"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
+    local = Path(client.download_artifacts(r.info.run_id, "", str(tmp_path / "dl")))
+    stab = json.loads((local / "stability.json").read_text())
+    assert stab["n_resamples"] == 3 and stab["subsample"] == 0.5 and stab["random_state"] == 0
+    assert stab["jaccard"] == pytest.approx(r.data.metrics["stability_jaccard"])
+    assert all(len(s) <= 3 for s in stab["selections"])              # each refit keeps the budget
+    assert stab["most_frequent"][0]["name"].startswith("f")
+    assert (local / "stability.png").read_bytes()[:4] == b"\x89PNG"
+    # without a budget nor stability (the defaults): neither is logged
+    run_module.run(compose_cfg(tmp_path, [*TINY, "method=agbm", "print_summary=false"]))
+    _, (_, plain) = _runs(tmp_path)
+    assert "budget" not in plain.data.tags and "budget" not in plain.data.params
+    assert not any(k.startswith("stability_") for k in plain.data.metrics)
+
+
+def test_gbfs_topk_needs_max_features_and_is_tagged_with_it(tmp_path):
+    with pytest.raises(ValueError, match="method='topk' needs max_features"):
+        run_module.run(compose_cfg(tmp_path, [*TINY, "method=gbfs_topk"]))
+    metrics = run_module.run(compose_cfg(tmp_path, [*TINY, "method=gbfs_topk",
+                                                    "method.params.max_features=4"]))
+    _, (failed, r) = _runs(tmp_path)
+    assert failed.info.status == "FAILED" and r.info.status == "FINISHED"
+    assert r.data.tags["budget"] == "4" and metrics["n_selected_features"] <= 4
 
 
 @pytest.mark.parametrize("method", ["gbdt_full", "lgbm_cegb", "gtgbm"])

@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 from optuna.trial import TrialState
 
-from runners import experiment, run, tune
+from runners import budget, experiment, run, tune
 
 CONF = str(Path(__file__).parents[1] / "conf")
 TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_scale=0.02", "method=agbm",
@@ -271,6 +271,44 @@ def test_feature_budget_as_penalty_or_constraint(tmp_path, mode):
     assert parent.data.tags["best_trial"] == str(best.number)
 
 
+def test_hard_budget_gives_every_trial_max_features(tmp_path):
+    """budget_mode=hard: each trial is within the budget by construction, even GOOD (12 features
+    without a budget); the runs are tagged with it and the refit logs it as a param."""
+    cfg = make_cfg(tmp_path, "tune.n_trials=3", "tune.feature_budget=3", "tune.budget_mode=hard",
+                   "tune.pruner=null")
+    enqueue(cfg, GOOD)
+    out = tune.run(cfg)
+    study = load(cfg)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    assert all(1 <= t.user_attrs["n_selected_features"] <= 3 for t in study.trials)
+    assert out["n_selected_features"] <= 3
+    parent, trials, (refit,) = children(cfg)
+    assert {r.data.tags["budget"] for r in [parent, refit, *trials.values()]} == {"3"}
+    assert refit.data.params["budget"] == refit.data.params["method.params.max_features"] == "3"
+
+
+@pytest.mark.parametrize("method, param", [("agbm", "max_features"), ("gbfs_topk", "max_features"),
+                                           ("gbdt_topk", "k")])
+def test_hard_budget_sets_the_methods_budget_param(tmp_path, method, param):
+    cfg = make_cfg(tmp_path, f"method={method}", "tune.feature_budget=6", "tune.budget_mode=hard")
+    hard = budget.with_hard_budget(cfg)
+    assert hard.method.params[param] == 6 and budget.budget_tags(hard) == {"budget": "6"}
+    assert budget.with_hard_budget(make_cfg(tmp_path, f"method={method}", "tune.feature_budget=6")) \
+        .method.params.get(param) is None     # penalty mode leaves the method alone
+    assert experiment.method_params(hard.method)[param] == 6
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["method=gbdt_full"], "has no hard feature budget"),
+    (["method.params.max_features=4"], "disagrees with tune.feature_budget=6"),
+])
+def test_hard_budget_refuses_what_it_cannot_honour(tmp_path, overrides, match):
+    cfg = make_cfg(tmp_path, "tune.feature_budget=6", "tune.budget_mode=hard", *overrides)
+    with pytest.raises(ValueError, match=match):
+        tune.run(cfg)
+    assert not (tmp_path / "mlflow.db").exists()
+
+
 def test_best_trial_skips_trials_over_the_budget():
     study = optuna.create_study(direction="maximize")
     for value, n in [(0.9, 12), (0.7, 6), (0.8, 9)]:
@@ -317,7 +355,8 @@ def test_objective_value():
     ("+method.search_space.depth={type:int,low:2,high:6}", "depth"),   # not in method.params
     ("tune=off", "tune=optuna"),
     ("tune.storage=null", "SQLAlchemy URL"),
-    ("tune.budget_mode=hard", "tune.budget_mode"),
+    ("tune.budget_mode=soft", "tune.budget_mode"),
+    ("tune.budget_mode=hard", "tune.budget_mode=hard needs tune.feature_budget"),
     ("tune.timeout=0", "tune.timeout"),
     ("tune.n_trials=0", "tune.n_trials"),
     ("tune.objective=val_auc_budget", "tune.feature_budget"),

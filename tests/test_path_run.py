@@ -1,0 +1,94 @@
+"""The selection path as a method (runners.path_run) and the sweep summary of runners.hydra_callbacks,
+against a real MLflow SQLite store in a temporary folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from harness_utils import TINY, compose_cfg
+from mlflow.tracking import MlflowClient
+from omegaconf import open_dict
+
+from gbfs import load_model
+from runners import run as run_module
+from runners.hydra_callbacks import PrintComparison
+
+pytestmark = pytest.mark.usefixtures("restore_mlflow")
+# two budgets and a short search keep the path at a few seconds on the TINY data
+PATH = [*TINY, "method=agbm_path", "method.budgets=[2,4]", "method.path.n_probes=6"]
+
+
+def _runs(root: Path):
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name("gbfs")
+    return client, client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+
+
+def test_path_method_logs_a_parent_and_a_nested_run_per_budget(tmp_path, capsys):
+    metrics = run_module.run(compose_cfg(tmp_path, PATH))
+    client, runs = _runs(tmp_path)
+    (parent,) = [r for r in runs if r.data.tags.get("role") == "path"]
+    budgets = sorted((r for r in runs if r.data.tags.get("role") == "budget"),
+                     key=lambda r: int(r.data.tags["budget"]))
+    assert len(runs) == 3 and all(r.info.status == "FINISHED" for r in runs)
+    assert {"method": "agbm_path", "dataset": "gisette_like", "seed": "0", "budgets": "2,4",
+            "counts_for_topk": "false"}.items() <= parent.data.tags.items()
+    assert "budget" not in parent.data.tags
+    assert {"path_seconds", "mu_max", "n_probes"} == set(parent.data.metrics) == set(metrics)
+    assert 1 <= parent.data.metrics["n_probes"] <= 6 and parent.data.metrics["mu_max"] > 0
+    parent_artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"config.yaml", "path.csv", "path.png"} <= parent_artifacts
+    local = Path(client.download_artifacts(parent.info.run_id, "", str(tmp_path / "parent")))
+    frame = pd.read_csv(local / "path.csv")
+    assert frame["budget"].tolist() == [2, 4]
+    assert (local / "path.png").read_bytes()[:4] == b"\x89PNG"
+    for k, r in zip((2, 4), budgets):
+        assert r.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert r.data.tags["budget"] == r.data.params["budget"] == str(k)
+        assert r.data.tags["method"] == "agbm_path" and r.data.tags["counts_for_topk"] == "false"
+        row = frame[frame["budget"] == k].iloc[0]
+        assert r.data.params["source"] == row["source"] and "mu" in r.data.params
+        m = r.data.metrics
+        assert {"val_auc", "test_auc", "test_rmse", "test_logloss", "n_selected_features",
+                "fit_seconds"} <= set(m)
+        assert 1 <= m["n_selected_features"] <= k and m["n_selected_features"] == row["n_features"]
+        assert m["val_auc"] == pytest.approx(row["val_score"])
+        assert m["test_auc"] == pytest.approx(row["test_score"])
+        assert {"config.yaml", "selected_features.json", "model.json"} <= {
+            a.path for a in client.list_artifacts(r.info.run_id)}
+        model = load_model(client.download_artifacts(r.info.run_id, "model.json", str(tmp_path / str(k))))
+        assert len(model.selected_features_) == m["n_selected_features"]
+    # the summary table: one row per budget, with its budget
+    out = capsys.readouterr().out
+    assert "| method | dataset | budget |" in out
+    assert "| agbm_path | gisette_like | 2 |" in out and "| agbm_path | gisette_like | 4 |" in out
+
+    # the same store as a sweep over methods and samplers: the sweep summary shows each budget's
+    # row and the sampler, which differs between the rows
+    run_module.run(compose_cfg(tmp_path, [*TINY, "method=agbm", "sampler=sgb", "print_summary=false"]))
+    cfg = compose_cfg(tmp_path, [*TINY], hydra_cfg=True)
+    client, runs = _runs(tmp_path)
+    for r in runs:
+        client.set_tag(r.info.run_id, "sweep_dir", str(cfg.hydra.sweep.dir))
+    with open_dict(cfg):
+        cfg.hydra.overrides.task = ["method=agbm_path,agbm", "sampler=none,sgb", "dataset.scale=0.05"]
+    PrintComparison().on_multirun_end(cfg)
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert table[0].startswith("| method | dataset | budget | sampler | test AUC |")
+    assert [line.split(" | ")[:4] for line in table[2:]] == [
+        ["| agbm_path", "gisette_like", "2", "none"], ["| agbm_path", "gisette_like", "4", "none"],
+        ["| agbm", "gisette_like", "-", "sgb"]]
+
+
+def test_format_table_shows_budget_and_given_columns():
+    rows = [{"method": "agbm", "dataset": "d", "budget": 5, "sampler": "goss", "test_auc": 0.91234,
+             "n_selected_features": 5.0},
+            {"method": "gbdt_full", "dataset": "d", "budget": None, "sampler": "None", "fit_seconds": 1.26}]
+    lines = run_module.format_table(rows, ["sampler"]).splitlines()
+    assert lines[0] == ("| method | dataset | budget | sampler | test AUC | test RMSE | selected features "
+                        "| fit s |")
+    assert lines[2] == "| agbm | d | 5 | goss | 0.9123 | - | 5 | - |"
+    assert lines[3] == "| gbdt_full | d | - | - | - | - | - | 1.3 |"
+    assert run_module.format_table([]).count("\n") == 1     # the header only
