@@ -1,4 +1,4 @@
-"""Quantile binning of raw features into ``uint8`` bins (issue 2, part 1).
+"""Quantile binning of raw features into ``uint8`` bins.
 
 A feature with at most 255 distinct training values gets one bin per value
 (edges at the midpoints between consecutive values); otherwise the edges are the

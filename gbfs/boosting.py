@@ -1,4 +1,4 @@
-"""The boosting loop (issue 2, part 6): Algorithm 3 of the GT-GBM paper / Algorithm 1 of GBFS.
+"""The boosting loop: Algorithm 3 of the GT-GBM paper / Algorithm 1 of GBFS.
 
 Per iteration: residuals of the current model, the rows (and weights) used for the
 tree, one penalised tree fitted to the residuals, shrunk leaf values, updated

@@ -1,4 +1,4 @@
-"""scikit-learn estimators: :class:`GBFSClassifier` and :class:`GBFSRegressor` (issue 2, part 7).
+"""scikit-learn estimators: :class:`GBFSClassifier` and :class:`GBFSRegressor`.
 
 Parameters are only stored in ``__init__`` and validated in ``fit``; fitted
 attributes end in ``_``.  Both estimators are also feature selectors

@@ -1,4 +1,4 @@
-"""GT-GBM: group-testing split search over prefix-sum pseudo-features (issue 3).
+"""GT-GBM: group-testing split search over prefix-sum pseudo-features.
 
 Section 4 and Algorithm 2 of the GT-GBM paper.  Before training (the *precompute*):
 

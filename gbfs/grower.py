@@ -1,4 +1,4 @@
-"""Best-first tree growth with penalised split selection (issue 2, parts 4-5).
+"""Best-first tree growth with penalised split selection.
 
 The grower is plain Python over numba kernels, as in pygbm.  Its inputs are the
 rows used for this tree with their weighted residuals/second channel (so row
@@ -130,7 +130,7 @@ class TreeGrower:
         group tests instead of every feature.
     group_test_scope : {"node", "tree"}
         ``"node"``: group tests at every node (the paper); ``"tree"``: once per tree at the root,
-        every node of the tree then searches Omega u C (our extension, issue 3 part 4).
+        every node of the tree then searches Omega u C (our extension).
     group_test_rows : int or None
         Group tests of a node with more rows use a uniform sample of this many of them (drawn
         from ``rng``); the candidates are still evaluated exactly on all rows.  None: all rows.

@@ -1,4 +1,4 @@
-"""Histogram kernels (issue 2, part 3).
+"""Histogram kernels.
 
 A node's histogram has shape ``(n_features, N_BINS, 3)``: per bin the float64 sums
 of the weighted residual, of the second channel (row weight for the papers'

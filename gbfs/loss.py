@@ -1,4 +1,4 @@
-"""Losses: residuals (negative gradients) and hessians as numba kernels (issue 2, part 2).
+"""Losses: residuals (negative gradients) and hessians as numba kernels.
 
 The papers fit each tree to the residuals ``r_i = -dl/dF(x_i)`` (the ``g_i`` of
 Eq. 1 of the GT-GBM paper and Eq. 14 of the GBFS paper); the hessian is only used

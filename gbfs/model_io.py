@@ -1,4 +1,4 @@
-"""Model files: versioned JSON, never pickle (issue 2, part 8).
+"""Model files: versioned JSON, never pickle.
 
 Format ``gbfs-model`` version 1 -- one JSON object:
 

@@ -1,10 +1,10 @@
 """Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|gtgbm|data``).
 
-``gtgbm`` (issue 3) is described in :mod:`runners.bench_gtgbm`, ``data`` (issue 4) in
-:mod:`runners.bench_data`, ``sampling`` (issue 5) in :mod:`runners.bench_sampling`, ``selection`` in
+``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``data`` in
+:mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
 :mod:`runners.bench_selection`.
 
-Targets live here, never as timed assertions in tests.  ``core`` (issue 2) measures,
+Targets live here, never as timed assertions in tests.  ``core`` measures,
 per paper shape (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634, synthetic
 dense data with a sparse signal), with matched settings (depth 5 / 32 leaves, 255
 bins, learning rate 0.1, 50 trees, 2 threads, Newton gain and leaves, mu = 0):

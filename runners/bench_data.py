@@ -1,4 +1,4 @@
-"""Data benchmark (issue 4): ``python -m runners.bench data``.
+"""Data benchmark: ``python -m runners.bench data``.
 
 Writes format-exact raw files from the synthetic stand-ins (Gisette text at its full
 6000 + 1000 x 5000 size, Epsilon as bz2 LIBSVM with ``--epsilon-rows`` raw rows, Flight as

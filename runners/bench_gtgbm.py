@@ -1,4 +1,4 @@
-"""GT-GBM benchmark (issue 3): ``python -m runners.bench gtgbm``.
+"""GT-GBM benchmark: ``python -m runners.bench gtgbm``.
 
 Per shape (Gisette 6000x5000, Epsilon 80000x2000 of the GT-GBM paper's Table 2;
 synthetic dense data whose label depends on 20 known columns), with the papers'

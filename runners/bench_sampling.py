@@ -1,4 +1,4 @@
-"""Sampling benchmark (issue 6): ``python -m runners.bench sampling``.
+"""Sampling benchmark: ``python -m runners.bench sampling``.
 
 Measured side by side in one run (MVS paper, Section 4.3 and Table 4):
 

@@ -6,7 +6,7 @@
 
 Results go to ``--out`` (``results/sampling``; ``--quick``: ``results/bench/sampling-quick``) as
 CSV, Markdown and PNG, and to one MLflow run in ``--tracking-uri`` (``sqlite:///mlflow.db``, the
-harness's store; ``--no-mlflow`` skips it).  The last lines printed are the verdict on the issue's
+harness's store; ``--no-mlflow`` skips it).  The last lines printed are the verdict on the
 target: at every rate <= 0.1, is MVS's relative error below SGB's and GOSS's?
 
 For every strategy -- ours: SGB, GOSS, MVS, MVS Adaptive (``GBFSClassifier(sampler=...)``); LightGBM's
