@@ -20,8 +20,8 @@ The search has two stages so that the penalty is an *input*, never a code path:
 
 Because the penalty is constant per feature, the per-feature best gains of a
 pending leaf are all that is needed to re-rank it when the used set grows, which is
-how the grower refreshes every pending leaf after each split (the bug of LightGBM's
-CEGB, its issues 3245/3679).
+how the grower refreshes every pending leaf after each split (the refresh that
+LightGBM's CEGB missed twice: LightGBM issues 3245/3679).
 """
 
 from __future__ import annotations
