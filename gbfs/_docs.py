@@ -42,8 +42,10 @@ PARAM_DOC = """
         What ``feature_importances_`` holds (LightGBM's definitions): the total unpenalised gain of
         the splits on each feature, or their number; also GBDT-topK's ranking.
     n_estimators : int, default=100
-    learning_rate : float, default=0.1
-        Shrinkage epsilon of Algorithm 3.
+    learning_rate : float in (0, 100], default=0.1
+        Shrinkage epsilon of Algorithm 3.  A fit whose scores outgrow float64 (a step so large
+        that every tree overshoots its residuals) stops with a ValueError naming it; no model
+        with non-finite scores is ever returned.
     max_depth : int or None, default=None
     max_leaves : int or None, default=31
     min_samples_leaf : int, default=20
@@ -105,5 +107,9 @@ PARAM_DOC = """
         Seed of every random choice (bin subsample, GT-GBM's subsets, row samples); same seed,
         same model.
     n_threads : int or None, default=None
-        Threads of the numba kernels (None: numba's default, all cores).
+        Threads of the numba kernels (None: numba's default, all cores).  A run-time setting, not
+        part of the model: ``fit`` refuses more threads than numba was started with
+        (``NUMBA_NUM_THREADS``); prediction uses at most that many, so a model fitted or saved on
+        a larger machine predicts anywhere (with a warning, unless the value came from the model
+        file, whose thread count is ignored as LightGBM ignores it).
 """

@@ -1,16 +1,18 @@
 """Parameter validation of the GBFS estimators, in Python before any numba kernel runs.
 
-Every error names the parameter.  :func:`boosting_params` turns an estimator's parameters into the
-booster's :class:`~gbfs.boosting.BoostingParams`.
+Every error names the parameter.  :func:`check_params` turns an estimator's parameters into the
+booster's :class:`~gbfs.boosting.BoostingParams` (``fit`` and ``load_model`` share it);
+:func:`boosting_params` adds what only a fit on this machine checks.
 """
 
 from __future__ import annotations
 
 import inspect
-import warnings
+from contextlib import contextmanager
 
 import numba
 import numpy as np
+from sklearn.utils import check_random_state
 
 from . import group_testing, sampling
 from . import validation as V
@@ -22,16 +24,35 @@ from .refit import IMPORTANCE_TYPES
 _GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
                       "group_test_rows", "max_precompute_bytes")
 
+#: largest learning_rate.  Above 2 a mean leaf already overshoots the residuals it fits (they
+#: grow by |1 - lr| per tree); far above, the scores overflow float64 within a few trees, so such
+#: a value is refused before any work rather than reported as a diverged fit
+MAX_LEARNING_RATE = 100.0
+
 
 def boosting_params(est) -> BoostingParams:
-    """Validate every parameter of ``est`` (a GBFS estimator) into the booster's settings; errors name
-    the parameter."""
+    """:func:`check_params`, and that ``n_threads`` fits numba's thread pool: a fit with more threads
+    than numba was started with is refused (prediction caps them, see :func:`prediction_threads`)."""
+    params = check_params(est)
+    pool = numba.config.NUMBA_NUM_THREADS
+    if est.n_threads is not None and est.n_threads > pool:
+        raise ValueError(f"n_threads={est.n_threads} exceeds the {pool} threads numba was started "
+                         "with (set NUMBA_NUM_THREADS to allow more)")
+    return params
+
+
+def check_params(est, warn: bool = True) -> BoostingParams:
+    """Validate every parameter of ``est`` (a GBFS estimator) into the booster's settings.
+
+    Errors name the parameter.  ``warn=False`` leaves out the warnings about arguments the chosen
+    method or sampler ignores (a loaded model file was warned about when it was fitted).
+    """
     method = V.check_choice("method", est.method, V.METHODS)
     mu = V.check_real("mu", est.mu, low=0.0)
     if method in ("agbm", "gtgbm") and mu > 1.0:
         raise ValueError(f"mu must be in [0, 1] for method={method!r} (normalised gains are at "
                          f"most 1), got {est.mu!r}")
-    scope = _group_test_params(est, method)
+    scope = _group_test_params(est, method, warn)
     _selection_params(est, method)
     growth = GrowthParams(
         max_depth=V.check_int("max_depth", est.max_depth, 1, allow_none=True),
@@ -47,13 +68,15 @@ def boosting_params(est) -> BoostingParams:
         raise ValueError(f"max_bins must be <= {MAX_BINS}, got {est.max_bins!r}")
     V.check_int("bin_subsample", est.bin_subsample, 1000, allow_none=True)
     V.check_int("early_stopping_rounds", est.early_stopping_rounds, 1, allow_none=True)
-    n_threads = V.check_int("n_threads", est.n_threads, 1, allow_none=True)
-    if n_threads is not None and n_threads > numba.config.NUMBA_NUM_THREADS:
-        raise ValueError(f"n_threads={n_threads} exceeds the {numba.config.NUMBA_NUM_THREADS} "
-                         "threads numba was started with (set NUMBA_NUM_THREADS to allow more)")
-    learning_rate = V.check_real("learning_rate", est.learning_rate, low=0.0, low_open=True)
+    V.check_int("n_threads", est.n_threads, 1, allow_none=True)
+    try:
+        check_random_state(est.random_state)
+    except ValueError as e:
+        raise ValueError(f"random_state: {e}") from e
+    learning_rate = V.check_real("learning_rate", est.learning_rate, low=0.0, high=MAX_LEARNING_RATE,
+                                 low_open=True)
     sampler = sampling.from_params(est.sampler, est.subsample, est.top_rate, est.other_rate,
-                                   est.mvs_lambda, est.goss_style, learning_rate)
+                                   est.mvs_lambda, est.goss_style, learning_rate, warn=warn)
     return BoostingParams(
         loss=est._loss, method=method, sampler=sampler,
         n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
@@ -79,7 +102,7 @@ def _selection_params(est, method) -> None:
         raise ValueError("feature_costs and feature_bags do not apply to method='topk' (it ranks "
                          "features by importance, no penalty); use gbfs, agbm or gtgbm")
 
-def _group_test_params(est, method) -> str:
+def _group_test_params(est, method, warn) -> str:
     V.check_int("n_target_features", est.n_target_features, 1)
     V.check_real("delta", est.delta, 0.0, 1.0, low_open=True, high_open=True)
     V.check_int("n_subsets", est.n_subsets, 1, allow_none=True)
@@ -90,9 +113,9 @@ def _group_test_params(est, method) -> str:
     if method != "gtgbm":
         defaults = inspect.signature(type(est).__init__).parameters  # one source of the defaults
         changed = [k for k in _GROUP_TEST_PARAMS if getattr(est, k) != defaults[k].default]
-        if changed:
-            warnings.warn(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
-                          f"for method={method!r}", UserWarning, stacklevel=6)
+        if changed and warn:
+            V.warn_user(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
+                        f"for method={method!r}")
     return scope
 
 def group_test_plan(est, n_rows, n_features):
@@ -106,3 +129,35 @@ def group_test_plan(est, n_rows, n_features):
                             est.n_subsets, est.subset_size)
     group_testing.check_memory(pl, int(est.max_precompute_bytes), est.n_subsets, est.subset_size)
     return pl
+
+
+@contextmanager
+def numba_threads(n: int | None):
+    """Run the enclosed numba kernels on ``n`` threads (None: numba's current setting), restoring
+    the setting afterwards."""
+    if n is None:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def prediction_threads(est) -> int | None:
+    """Threads to predict with: ``est.n_threads`` capped at the threads numba was started with.
+
+    The thread count is a run-time choice, not part of the model, so a model fitted (or saved) on a
+    larger machine predicts on any machine.  The cap warns, unless the value is the one the model
+    file was saved with (``load_model`` records it): LightGBM too ignores a model file's thread count.
+    """
+    n = V.check_int("n_threads", est.n_threads, 1, allow_none=True)
+    pool = numba.config.NUMBA_NUM_THREADS
+    if n is None or n <= pool:
+        return n
+    if n != getattr(est, "_saved_n_threads", None):
+        V.warn_user(f"n_threads={n} exceeds the {pool} threads numba was started with; predicting "
+                    f"with {pool}")
+    return pool

@@ -22,3 +22,9 @@ N_BINS = 256  # histogram width: value bins + missing bin
 
 # channels of a histogram bin
 G_CH, H_CH, C_CH = 0, 1, 2
+
+#: largest ``n_rows * max|y|`` of a regression target.  Residuals are at most ``2 max|y|`` at the
+#: first tree, so their sums over the rows stay below 2e150 and the squares of those sums (split
+#: gains, A-GBM's SSE_root) below 4e300, inside float64 (1.8e308).  The booster stops with an
+#: error if its residuals outgrow ``2 * MAX_TARGET_SCALE`` (a diverging learning rate).
+MAX_TARGET_SCALE = 1e150

@@ -7,6 +7,7 @@ scores and a ``history_`` record.  Omega (``FeatureUsage``) lives across iterati
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -14,6 +15,7 @@ import numpy as np
 from numba import njit, prange
 from scipy.special import expit
 
+from ._types import MAX_TARGET_SCALE
 from .callbacks import CallbackEnv, EarlyStopException
 from .grower import GrowthParams, TreeGrower
 from .loss import LOSSES
@@ -193,9 +195,11 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     # prefix sums by original row, so GT-GBM grows on the full matrix)
     sampled = _SampleBuffers(n, compact=group_tester is None) if params.sampler is not None else None
     start = time.perf_counter()
+    score_bound = abs(init)  # bounds |score| of every row the model will ever predict
     try:
         for it in range(params.n_estimators):
             loss.residuals(y, raw, r, h)
+            _check_residuals(r, it, params)
             if sampled is None:      # all rows with weight 1
                 tree_rows, rw = rows, r
                 hw = ones if params.criterion == "sse" else h
@@ -219,6 +223,10 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
             else:
                 grown = grower.grow(tree_rows, rw, hw, usage, divisor, hw_is_one=hw is ones)
             values = _leaf_values(grown, rw, den, params)
+            score_bound += float(np.max(np.abs(values)))
+            if not math.isfinite(score_bound):
+                raise ValueError(_diverged(it, params, "its leaf values, or the sum of the largest "
+                                           "leaf values of all trees, are no longer finite floats"))
             tree = grown.builder.build(_node_values(grown, values))
             if sampled is None:
                 _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, raw)
@@ -247,6 +255,20 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: FeatureUsage, 
     finally:
         grower.release_buffers()
     return BoostingResult(trees, init, history, best_iteration)
+
+
+def _check_residuals(r: np.ndarray, it: int, params: BoostingParams) -> None:
+    """Refuse residuals whose sums or squared sums (the split gains) would overflow float64; NaN
+    included.  One O(n) pass per tree, cheap next to growing it."""
+    scale = r.shape[0] * float(np.max(np.abs(r)))
+    if not scale <= 2 * MAX_TARGET_SCALE:
+        raise ValueError(_diverged(it, params, f"its residuals reached n_rows * max|r| = {scale:.3g} "
+                                   f"(at most {2 * MAX_TARGET_SCALE:.0e} fit in float64 gains)"))
+
+
+def _diverged(it: int, params: BoostingParams, what: str) -> str:
+    return (f"boosting diverged at tree {it}: {what}; learning_rate={params.learning_rate!r} is too "
+            "large for this data (lower it); no model was kept")
 
 
 def _selection_settled(params: BoostingParams, usage: FeatureUsage, history: list) -> bool:

@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
-from contextlib import contextmanager
 
-import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import group_testing
 from . import validation as V
 from ._docs import PARAM_DOC
-from ._params import boosting_params, group_test_plan
+from ._params import boosting_params, group_test_plan, numba_threads, prediction_threads
 from ._types import MAX_BINS
 from .binning import BinMapper
 from .boosting import BoostingParams, boost
@@ -33,19 +29,6 @@ from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
 from .penalty import FeatureUsage
 from .refit import IMPORTANCE_TYPES, importances, refit, top_k
 from .tree import PackedEnsemble
-
-
-@contextmanager
-def _num_threads(n):
-    if n is None:
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
 
 
 @dataclasses.dataclass
@@ -130,6 +113,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
 
     def _check_X(self, X, reset: bool, name: str = "X"):
         V.reject_non_numeric(X, name)
+        V.warn_inexact_integers(X, name)
         return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan",
                              order="C")
 
@@ -150,9 +134,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                 Xv = self._check_X(Xv, reset=False, name=f"eval_set[{k}] X")
             except ValueError as e:
                 raise ValueError(f"eval_set[{k}]: {e}") from e
-            yv = np.asarray(yv)
-            if yv.ndim != 1 or yv.shape[0] != Xv.shape[0]:
-                raise ValueError(f"eval_set[{k}]: y has shape {yv.shape}, expected ({Xv.shape[0]},)")
+            yv = V.target_array(yv, type(self).__name__, Xv.shape[0], f"eval_set[{k}] y")
             out.append((Xv, self._encode_y(yv, f"eval_set[{k}] y")))
         return out
 
@@ -165,6 +147,10 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         X : array-like or DataFrame of shape (n_samples, n_features)
             Numeric features; NaN is allowed (it has its own bin), +-inf is not.
         y : array-like of shape (n_samples,)
+            Classifier: two labels, all strings or all numbers (a mix is refused).  Regressor:
+            finite numbers with ``n_samples * max|y| <= 1e150``, so that sums of squared
+            residuals fit in float64.  Integers beyond +-2**53 (in ``X`` too) are rounded to
+            float64 with a warning.
         eval_set : tuple (X_val, y_val) or list of such tuples, optional
             Scored after every tree (``history_`` keys ``val_*``, ``val1_*``, ...).
         callbacks : list of callables, optional
@@ -188,7 +174,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             X = self._check_X(X, reset=True)
         except ValueError as e:
             raise ValueError(f"X: {e}") from e
-        y = self._fit_target(self._check_y_shape(y, X.shape[0]))
+        y = self._fit_target(V.target_array(y, type(self).__name__, X.shape[0]))
         evals = self._check_eval_set(eval_set)
         d = X.shape[1]
         costs = V.check_feature_vector("feature_costs", self.feature_costs, d, "cost")
@@ -199,12 +185,11 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
         n_units = d if bags is None else np.unique(bags).size
         if self.max_features is not None and self.max_features >= n_units:
-            warnings.warn(f"max_features={self.max_features} is at least the number of "
-                          f"{'bags' if bags is not None else 'features'} of X: the budget never binds",
-                          UserWarning, stacklevel=3)
+            V.warn_user(f"max_features={self.max_features} is at least the number of "
+                        f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
         pl = self._group_test_plan(*X.shape) if params.method == "gtgbm" else None
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        with _num_threads(self.n_threads):
+        with numba_threads(self.n_threads):
             t0 = time.perf_counter()
             bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed)).fit(X)
             X_binned = bin_mapper.transform(X)
@@ -231,7 +216,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             setattr(self, k, v)
         d, seed, topk = prep.X_binned.shape[1], prep.seed, params.method == "topk"
         self._bin_mapper = prep.bin_mapper
-        with _num_threads(self.n_threads):
+        with numba_threads(self.n_threads):
             t2 = time.perf_counter()
             result = None
             if selection is None:
@@ -278,7 +263,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                              None if plain else self.max_features)
         if plain:
             params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
-        with _num_threads(self.n_threads):
+        with numba_threads(self.n_threads):
             result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
                            model=self, group_tester=None if plain else prep.tester,
                            rng=np.random.default_rng([prep.seed, 2]),
@@ -288,21 +273,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def _reset_fitted(self) -> None:
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, name)
-        for name in ("_trees", "_packed", "_bin_mapper", "_selection"):
+        for name in ("_trees", "_packed", "_bin_mapper", "_selection", "_saved_n_threads"):
             self.__dict__.pop(name, None)
-
-    def _check_y_shape(self, y, n_rows):
-        cls_name = type(self).__name__
-        if y is None:
-            raise ValueError(f"{cls_name} requires y to be passed, but the target y is None")
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = column_or_1d(y, warn=True)  # DataConversionWarning, as scikit-learn estimators do
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D, got shape {y.shape}")
-        if y.shape[0] != n_rows:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {n_rows} rows")
-        return y
 
     def _set_fitted(self, trees, init_score, history, best_iteration, selection=None):
         """Install a fitted ensemble.  ``selection``: the features a refit was restricted to, in
@@ -337,7 +309,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         check_is_fitted(self, "_trees")
         X = self._check_X(X, reset=False)
         raw = np.full(X.shape[0], self.init_score_, dtype=np.float64)
-        with _num_threads(self.n_threads):
+        with numba_threads(prediction_threads(self)):
             self._packed.predict_raw(X, raw)
         return raw
 
@@ -368,7 +340,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         return [bm.bin_edges_[f, :bm.n_edges_[f]].copy() for f in range(bm.n_edges_.shape[0])]
 
     def save_model(self, path) -> None:
-        """Write the fitted model as versioned JSON (see :mod:`gbfs.model_io`)."""
+        """Write the fitted model as versioned JSON, atomically (see :func:`gbfs.model_io.save_model`)."""
         from .model_io import save_model
 
         save_model(self, path)
@@ -386,25 +358,11 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
         return tags
 
     def _fit_target(self, y):
-        try:
-            kind = type_of_target(y, input_name="y")
-        except ValueError as e:
-            raise ValueError(f"y: {e}") from e
-        classes = np.unique(y)
-        if kind == "continuous" and classes.shape[0] > 2:  # two float labels are fine
-            raise ValueError("Unknown label type: continuous. y of GBFSClassifier must hold class "
-                             "labels; use GBFSRegressor for a real-valued target")
-        if classes.shape[0] < 2:
-            raise ValueError(f"y has only one class ({classes.tolist()}); "
-                             "GBFSClassifier needs exactly two classes")
-        if classes.shape[0] > 2:
-            raise ValueError(f"Only binary classification is supported. y has {classes.shape[0]} "
-                             f"classes ({classes[:10].tolist()}); GBFSClassifier needs exactly two")
-        self.classes_ = classes
+        self.classes_ = classes = V.binary_classes(y)
         return (y == classes[1]).astype(np.float64)
 
     def _encode_y(self, y, name):
-        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        unknown = np.setdiff1d(V.check_labels(y, name), self.classes_)
         if unknown.size:
             raise ValueError(f"{name} has labels {unknown[:10].tolist()} not seen in y "
                              f"(classes: {self.classes_.tolist()})")
@@ -432,13 +390,7 @@ class GBFSRegressor(RegressorMixin, _GBFSBase):
         return self._encode_y(y, "y")
 
     def _encode_y(self, y, name):
-        try:
-            y = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{name} must be numeric: {e}") from e
-        if not np.all(np.isfinite(y)):
-            raise ValueError(f"{name} contains NaN or infinity")
-        return y
+        return V.regression_target(y, name)
 
     def predict(self, X):
         return self._raw_predict(X)

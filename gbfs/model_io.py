@@ -6,38 +6,57 @@ Format ``gbfs-model`` version 1 -- one JSON object:
 ``format_version``    ``1``
 ``estimator``         ``"GBFSClassifier"`` or ``"GBFSRegressor"``
 ``params``            the estimator's ``get_params()`` (arrays as lists; a non-integer
-                      ``random_state`` is stored as ``null``)
+                      ``random_state`` is stored as ``null``; ``n_threads`` is kept for
+                      ``get_params`` and refits but never limits prediction, see
+                      :func:`load_model`)
 ``n_features_in``     int; ``feature_names_in``: list of str or ``null``
 ``classes``           classifier only: ``{"dtype": numpy dtype str, "values": [...]}``
 ``selected_features`` optional (a refitted or GBDT-topK model): the selection the trees were
                       restricted to, in order of selection
-``init_score``        float, the raw score before the first tree
-``best_iteration``    int or ``null``
+``init_score``        finite float, the raw score before the first tree
+``best_iteration``    ``null`` or an int in [0, number of trees)
 ``bin_edges``         one list of edges per feature (``x <= edge[t]`` is bin ``<= t``)
 ``trees``             list of objects with equal-length arrays ``feature`` (-1: leaf),
                       ``threshold`` (``x <= threshold`` goes left), ``bin_threshold``,
                       ``missing_left`` (NaN goes left), ``left``/``right`` (child ids,
                       -1 for leaves, always greater than the node's id), ``value``
-                      (shrunk leaf value), ``gain``, ``count``
+                      (shrunk leaf value, finite), ``gain``, ``count``
 ``checksum``          ``"sha256:<hex>"`` of the canonical JSON of every other key
                       (``json.dumps(body, sort_keys=True, separators=(",", ":"))``)
 
 Non-finite floats are written as the strings ``"Infinity"``, ``"-Infinity"``,
-``"NaN"`` so the file is strict JSON.  Finite floats use Python's shortest
-round-tripping repr, so predictions of a loaded model equal the saved model's
-exactly.  A file that is not valid JSON, has another format or version, fails
-the checksum, or describes an inconsistent tree is refused with a ``ValueError``.
+``"NaN"`` so the file is strict JSON (only split thresholds and gains may hold
+them: a model with a non-finite leaf value or init score is never written).
+Finite floats use Python's shortest round-tripping repr, so predictions of a
+loaded model equal the saved model's exactly.
+
+A file that is not UTF-8 JSON, has another format or version, fails the checksum,
+or holds anything ``fit`` would not have produced -- parameters ``fit`` refuses
+(checked by the estimator's own validation), classes that are not two sorted
+labels of one kind, a non-finite init score or leaf value, an inconsistent tree --
+is refused with a ``ValueError`` naming the file and the field.
+
+A file is written to a fresh temporary name in the target's directory (mode from
+the umask, as for any new file) and renamed over the target, so readers and
+concurrent writers never see a partial file and a failed save leaves nothing behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import math
+import os
+import secrets
 from pathlib import Path
 
 import numpy as np
+from sklearn.base import is_classifier
 
+from . import validation as V
+from ._params import check_params
 from .binning import BinMapper
 from .tree import Tree
 
@@ -58,15 +77,18 @@ def _enc_list(arr) -> list:
 
 def _dec_float_list(values, what) -> np.ndarray:
     if not isinstance(values, list):
-        raise ValueError(f"model file: {what} must be a list")
+        raise ValueError(f"{what} must be a list")
     out = []
     for v in values:
         if isinstance(v, str) and v in _NONFINITE:
             out.append(_NONFINITE[v])
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            out.append(float(v))
+            try:
+                out.append(float(v))
+            except OverflowError:
+                raise ValueError(f"{what} holds a number too large for float64") from None
         else:
-            raise ValueError(f"model file: {what} holds a non-number {v!r}")
+            raise ValueError(f"{what} holds a non-number {v!r}")
     return np.asarray(out, dtype=np.float64)
 
 
@@ -94,6 +116,13 @@ def model_to_dict(est) -> dict:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(est, "_trees")
+    # a fit never returns such a model (it stops when its scores overflow); one assembled or
+    # altered by hand is not written, as it could not be loaded back
+    if not math.isfinite(est.init_score_):
+        raise ValueError(f"cannot save a model whose init_score_ is {est.init_score_!r}")
+    for k, t in enumerate(est._trees):
+        if not np.all(np.isfinite(t.value)):
+            raise ValueError(f"cannot save a model whose tree {k} holds non-finite leaf values")
     bm = est._bin_mapper
     body = {
         "format": FORMAT,
@@ -116,27 +145,64 @@ def model_to_dict(est) -> dict:
     return body
 
 
-def save_model(est, path) -> None:
-    """Write ``est`` to ``path`` (atomically: temporary file, then rename)."""
-    body = model_to_dict(est)
+def save_model(est, path: str | os.PathLike) -> None:
+    """Write ``est`` to ``path`` atomically.
+
+    The file is written to a fresh temporary name next to ``path`` and renamed over it, so
+    concurrent saves to one path never collide (the last rename wins, each file is whole) and a
+    failed save leaves no temporary file behind.  The file's permissions follow the umask.
+
+    Raises
+    ------
+    IsADirectoryError
+        If ``path`` is a directory.
+    ValueError
+        If the model holds a non-finite leaf value or init score.
+    """
+    data = json.dumps(model_to_dict(est), allow_nan=False, indent=None).encode()
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(body, allow_nan=False, indent=None))
-    tmp.replace(path)
+    if path.is_dir():
+        raise IsADirectoryError(errno.EISDIR, "save_model needs a file path, not a directory", str(path))
+    # os.open with O_EXCL, not mkstemp: mkstemp's files are 0600, this one gets 0666 minus the umask
+    # like any file the user creates; 64 random bits make a name clash as unlikely as a hash collision
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # the rename must not reach the disk before the content
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
-def load_model(path):
+def load_model(path: str | os.PathLike):
     """Read a model written by ``save_model``; returns a fitted estimator.
+
+    The file's parameters, classes, init score and trees are validated as ``fit`` validates its
+    inputs.  ``n_threads`` is restored as saved (``get_params`` and refits see it) but never
+    limits prediction: a model saved with more threads than this machine's numba has predicts
+    with numba's threads (see the estimators' ``n_threads``).
 
     Raises
     ------
     ValueError
-        If the file is not a valid, untampered gbfs model file of a known version.
+        If the file is not a valid, untampered gbfs model file of a known version; the message
+        names the file and the offending field.
+    OSError
+        If the file cannot be read.
     """
-    text = Path(path).read_text()
+    data = Path(path).read_bytes()
     try:
-        body = json.loads(text)
-    except json.JSONDecodeError as e:
+        body = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a gbfs model file (not UTF-8 text: {e})") from e
+    except RecursionError as e:
+        raise ValueError(f"{path}: not a gbfs model file (invalid JSON: nested too deeply)") from e
+    except ValueError as e:  # JSONDecodeError, and int() beyond Python's digit limit
         raise ValueError(f"{path}: not a gbfs model file (invalid JSON: {e})") from e
     return model_from_dict(body, source=str(path))
 
@@ -153,7 +219,7 @@ def model_from_dict(body, source="model") -> object:
     rest = {k: v for k, v in body.items() if k != "checksum"}
     try:
         expected = "sha256:" + hashlib.sha256(_canonical(rest)).hexdigest()
-    except ValueError as e:
+    except (ValueError, RecursionError) as e:
         raise ValueError(f"{source}: model file holds non-JSON values: {e}") from e
     if checksum != expected:
         raise ValueError(f"{source}: checksum mismatch: the model file was modified or corrupted")
@@ -163,29 +229,31 @@ def model_from_dict(body, source="model") -> object:
     est = classes[body["estimator"]]()
     try:
         _restore(est, body)
-    except (KeyError, TypeError, IndexError) as e:
+    except ValueError as e:  # the field is named in the message
+        raise ValueError(f"{source}: {e}") from e
+    except (KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         raise ValueError(f"{source}: malformed model file ({type(e).__name__}: {e})") from e
     return est
 
 
 def _restore(est, body) -> None:
-    est.set_params(**body["params"])
     d = body["n_features_in"]
-    if not isinstance(d, int) or d < 1:
-        raise ValueError("model file: n_features_in must be a positive int")
+    if not V._is_int(d) or d < 1:
+        raise ValueError("n_features_in must be a positive int")
+    _restore_params(est, body["params"], d)
     est.n_features_in_ = d
     if body["feature_names_in"] is not None:
         names = body["feature_names_in"]
-        if len(names) != d:
-            raise ValueError("model file: feature_names_in has the wrong length")
+        if not isinstance(names, list) or len(names) != d or not all(isinstance(c, str) for c in names):
+            raise ValueError(f"feature_names_in must be a list of {d} strings")
         est.feature_names_in_ = np.asarray(names, dtype=object)
+    if is_classifier(est) != ("classes" in body):
+        raise ValueError("classes must be given for a classifier, and only for a classifier")
     if "classes" in body:
-        est.classes_ = np.asarray(body["classes"]["values"], dtype=np.dtype(body["classes"]["dtype"]))
-        if est.classes_.shape != (2,):
-            raise ValueError("model file: a classifier needs exactly two classes")
+        est.classes_ = _classes_from_json(body["classes"])
     edges = [_dec_float_list(e, f"bin_edges[{f}]") for f, e in enumerate(body["bin_edges"])]
     if len(edges) != d:
-        raise ValueError("model file: bin_edges must have one list per feature")
+        raise ValueError("bin_edges must have one list per feature")
     bm = BinMapper(max_bins=est.max_bins)
     width = max(1, max((len(e) for e in edges), default=1))
     bm.bin_edges_ = np.zeros((d, width))
@@ -194,11 +262,49 @@ def _restore(est, body) -> None:
         bm.bin_edges_[f, :len(e)] = e
     bm.n_bins_non_missing_ = bm.n_edges_ + 1
     est._bin_mapper = bm
+    if not isinstance(body["trees"], list):
+        raise ValueError("trees must be a list")
     trees = [_tree_from_json(t, d, k) for k, t in enumerate(body["trees"])]
     best = body["best_iteration"]
-    est._set_fitted(trees, float(_dec_float_list([body["init_score"]], "init_score")[0]), [], None,
-                    _selection_from_json(body.get("selected_features"), d, trees))
+    if best is not None and not (V._is_int(best) and 0 <= best < len(trees)):
+        raise ValueError(f"best_iteration must be null or an int in [0, {len(trees)}), got {best!r}")
+    init_score = float(_dec_float_list([body["init_score"]], "init_score")[0])
+    if not math.isfinite(init_score):
+        raise ValueError(f"init_score must be finite, got {init_score!r}")
+    selection = _selection_from_json(body.get("selected_features"), d, trees)
+    est._set_fitted(trees, init_score, [], None, selection)
     est.best_iteration_ = best
+    est._saved_n_threads = est.n_threads  # the file's thread count never limits prediction
+
+
+def _restore_params(est, params, n_features) -> None:
+    """Set the file's parameters, validated by the estimator's own validation: a file can hold no
+    setting that ``fit`` would refuse.  Keys the file lacks (an older gbfs) keep their defaults."""
+    if not isinstance(params, dict):
+        raise ValueError("params must be an object")
+    try:
+        est.set_params(**params)
+        check_params(est, warn=False)
+        V.check_feature_vector("feature_costs", est.feature_costs, n_features, "cost")
+        V.check_feature_vector("feature_bags", est.feature_bags, n_features, "bag")
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"params: {e}") from e
+
+
+def _classes_from_json(obj) -> np.ndarray:
+    """The two classes, validated as ``fit`` validates ``y``: one kind of label, sorted, distinct."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("values"), list):
+        raise ValueError("classes must be an object with a list 'values'")
+    try:
+        values = np.asarray(obj["values"], dtype=np.dtype(obj["dtype"]))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"classes: cannot read {obj['values']!r} as dtype {obj['dtype']!r} ({e})") from e
+    if values.shape != (2,):
+        raise ValueError(f"classes must hold exactly two labels, got {obj['values']!r}")
+    classes = V.binary_classes(values, "classes")
+    if not np.array_equal(classes, values):
+        raise ValueError(f"classes must be two distinct labels in sorted order, got {obj['values']!r}")
+    return values
 
 
 def _selection_from_json(values, n_features, trees):
@@ -208,17 +314,19 @@ def _selection_from_json(values, n_features, trees):
         return None
     if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool)
                                                for v in values):
-        raise ValueError("model file: selected_features must be a list of integers")
+        raise ValueError("selected_features must be a list of integers")
     sel = np.asarray(values, dtype=np.int64)
     if np.unique(sel).size != sel.size or np.any(sel < 0) or np.any(sel >= n_features):
-        raise ValueError(f"model file: selected_features must be distinct indices in [0, {n_features})")
+        raise ValueError(f"selected_features must be distinct indices in [0, {n_features})")
     used = {int(f) for t in trees for f in t.used_features()}
     if not used <= set(sel.tolist()):
-        raise ValueError("model file: the trees use features outside selected_features")
+        raise ValueError("the trees use features outside selected_features")
     return sel
 
 
 def _tree_from_json(obj, n_features, k) -> Tree:
+    if not isinstance(obj, dict):
+        raise ValueError(f"trees[{k}] must be an object")
     arrays = {}
     for name, dtype in zip(Tree.FIELDS, Tree.DTYPES):
         values = obj[name]
@@ -227,20 +335,22 @@ def _tree_from_json(obj, n_features, k) -> Tree:
         else:
             if not isinstance(values, list) or not all(
                     isinstance(v, (bool if dtype == np.bool_ else int)) for v in values):
-                raise ValueError(f"model file: trees[{k}].{name} must be a list of "
+                raise ValueError(f"trees[{k}].{name} must be a list of "
                                  f"{'booleans' if dtype == np.bool_ else 'integers'}")
             arrays[name] = np.asarray(values, dtype=dtype)
     n = len(arrays["feature"])
     if n == 0 or any(len(a) != n for a in arrays.values()):
-        raise ValueError(f"model file: trees[{k}] arrays must be non-empty and of equal length")
+        raise ValueError(f"trees[{k}] arrays must be non-empty and of equal length")
     ids = np.arange(n)
     internal = arrays["feature"] >= 0
     if np.any(arrays["feature"] >= n_features) or np.any(arrays["feature"] < -1):
-        raise ValueError(f"model file: trees[{k}] refers to a feature outside [0, {n_features})")
+        raise ValueError(f"trees[{k}] refers to a feature outside [0, {n_features})")
     for side in ("left", "right"):
         child = arrays[side]
         if np.any(internal & ((child <= ids) | (child >= n))) or np.any(~internal & (child != -1)):
-            raise ValueError(f"model file: trees[{k}].{side} holds an invalid child id")
-    if np.any(np.isnan(arrays["value"])) or np.any(internal & np.isnan(arrays["threshold"])):
-        raise ValueError(f"model file: trees[{k}] holds NaN values or thresholds")
+            raise ValueError(f"trees[{k}].{side} holds an invalid child id")
+    if not np.all(np.isfinite(arrays["value"])):
+        raise ValueError(f"trees[{k}].value holds NaN or infinite leaf values")
+    if np.any(internal & np.isnan(arrays["threshold"])):
+        raise ValueError(f"trees[{k}].threshold holds NaN thresholds")
     return Tree(**arrays)

@@ -12,13 +12,12 @@ of the full sums; the tree still scores every row afterwards.  All randomness co
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from .validation import check_choice, check_int, check_real
+from .validation import check_choice, check_int, check_real, warn_user
 
 SAMPLERS = ("sgb", "goss", "mvs", "mvs_adaptive")
 GOSS_STYLES = ("paper", "lightgbm")
@@ -417,7 +416,8 @@ class RowSampler:
 
 def from_params(sampler: str | None, subsample: float | None = None, top_rate: float | None = None,
                 other_rate: float | None = None, mvs_lambda: float | None = None,
-                goss_style: str = "paper", learning_rate: float = 0.1) -> RowSampler | None:
+                goss_style: str = "paper", learning_rate: float = 0.1,
+                warn: bool = True) -> RowSampler | None:
     """Validate an estimator's sampling arguments and build the sampler (None when sampler is None).
 
     Every bad value is a ValueError naming the argument, raised here before any kernel runs, also
@@ -425,7 +425,8 @@ def from_params(sampler: str | None, subsample: float | None = None, top_rate: f
     or goss_style other than "paper") is ignored with a UserWarning naming it -- as the GT-GBM
     arguments are under another method -- so that a grid over ``sampler`` with a fixed
     ``subsample`` works, and nothing is dropped silently.  Defaults for None: subsample 0.5,
-    top_rate 0.2, other_rate 0.1, mvs_lambda 0.1.
+    top_rate 0.2, other_rate 0.1, mvs_lambda 0.1.  ``warn=False`` ignores them without the warning
+    (a loaded model file was warned about when it was fitted).
     """
     if sampler is not None:
         check_choice("sampler", sampler, SAMPLERS)
@@ -439,12 +440,11 @@ def from_params(sampler: str | None, subsample: float | None = None, top_rate: f
               if value is not None and sampler not in USED_BY[name]]
     if goss_style != "paper" and sampler != "goss":
         unused.append("goss_style")
-    if unused:
+    if unused and warn:
         shown = "None" if sampler is None else f'"{sampler}"'
         users = "; ".join(f"{name} by sampler in ({', '.join(USED_BY.get(name, ('goss',)))})"
                           for name in unused)
-        warnings.warn(f"{', '.join(unused)} ignored with sampler={shown} (read {users})",
-                      UserWarning, stacklevel=3)
+        warn_user(f"{', '.join(unused)} ignored with sampler={shown} (read {users})")
     if sampler is None:
         return None
     values = {name: DEFAULTS[name] if name in unused else value for name, value in filled.items()}

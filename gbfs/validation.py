@@ -7,8 +7,15 @@ every error names the argument and what was wrong with it.
 from __future__ import annotations
 
 import numbers
+import os
+import sys
+import warnings
 
 import numpy as np
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import column_or_1d
+
+from ._types import MAX_TARGET_SCALE
 
 METHODS = ("gbfs", "agbm", "gtgbm", "topk")
 GROUP_TEST_SCOPES = ("node", "tree")
@@ -105,3 +112,151 @@ def check_callbacks(callbacks):
         if not callable(cb):
             raise TypeError(f"callbacks[{i}] is not callable: {cb!r}")
     return callbacks
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn_user(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first caller outside the gbfs package.
+
+    A fixed ``stacklevel`` points at whichever gbfs frame happens to be that many calls up (the
+    estimators reach the same check through ``fit``, a selection path or a refit); walking the
+    stack names the user's line instead, as ``skip_file_prefixes`` does on Python 3.12+.
+    """
+    frame, level = sys._getframe(1), 2  # level 2: the caller of warn_user
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+# -- targets ---------------------------------------------------------------------------------------
+
+def target_array(y, owner: str, n_rows: int, name: str = "y") -> np.ndarray:
+    """``y`` as a 1-D array of ``n_rows`` entries; errors name ``name`` (``owner``: the estimator).
+
+    numpy turns a list mixing numbers and strings into strings; such a list is kept as objects so
+    that :func:`binary_classes` refuses the mix instead of relabelling the numbers.
+    """
+    if y is None:
+        raise ValueError(f"{owner} requires {name} to be passed, but the target {name} is None")
+    arr = np.asarray(y)
+    if arr.dtype.kind == "U" and not isinstance(y, np.ndarray):
+        obj = np.asarray(y, dtype=object)
+        if obj.shape == arr.shape and not all(isinstance(v, str) for v in obj.flat):
+            arr = obj
+    if arr.ndim == 2 and arr.shape[1] == 1:
+        arr = column_or_1d(arr, warn=True)  # DataConversionWarning, as scikit-learn estimators do
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.shape[0] != n_rows:
+        raise ValueError(f"{name} has {arr.shape[0]} entries but X has {n_rows} rows")
+    return arr
+
+
+def _check_object_labels(y: np.ndarray, name: str) -> None:
+    """Labels of an object array must be all strings or all numbers.  scikit-learn's
+    ``type_of_target`` calls any object array that does not start with a string "unknown" and its
+    ``unique_labels`` refuses a mix only after sorting it, so the check is made here, in its words."""
+    kinds = {"string" if isinstance(v, str) else "number" if isinstance(v, numbers.Number)
+             else type(v).__name__ for v in y.flat}
+    if {"string", "number"} <= kinds:
+        raise ValueError(f"{name}: Mix of label input types (string and number)")
+    other = kinds - {"string", "number"}
+    if other:
+        raise ValueError(f"{name}: Unknown label type: labels must be strings or numbers, got "
+                         f"{sorted(other)}")
+
+
+def check_labels(y: np.ndarray, name: str = "y") -> np.ndarray:
+    """``y``'s distinct labels, sorted; refuses label types scikit-learn classifiers refuse."""
+    if y.dtype == object:
+        _check_object_labels(y, name)
+    try:
+        kind = type_of_target(y, input_name=name)
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from e
+    if kind not in ("binary", "multiclass", "continuous", "unknown"):  # "unknown": numbers as objects
+        raise ValueError(f"{name}: Unknown label type: {kind}")
+    classes = np.unique(y)
+    if kind == "continuous" and classes.shape[0] > 2:  # two float labels are fine
+        raise ValueError(f"Unknown label type: continuous. {name} of GBFSClassifier must hold class "
+                         "labels; use GBFSRegressor for a real-valued target")
+    return classes
+
+
+def binary_classes(y: np.ndarray, name: str = "y") -> np.ndarray:
+    """The two classes of a binary target (sorted; ``classes[1]`` is the positive class)."""
+    classes = check_labels(y, name)
+    if classes.shape[0] < 2:
+        raise ValueError(f"{name} has only one class ({classes.tolist()}); "
+                         "GBFSClassifier needs exactly two classes")
+    if classes.shape[0] > 2:
+        raise ValueError(f"Only binary classification is supported. {name} has {classes.shape[0]} "
+                         f"classes ({classes[:10].tolist()}); GBFSClassifier needs exactly two")
+    return classes
+
+
+def regression_target(y: np.ndarray, name: str = "y") -> np.ndarray:
+    """A regression target as float64: numeric, finite, and small enough for float64 sums of
+    squared residuals (``n_rows * max|y| <= MAX_TARGET_SCALE``)."""
+    if y.dtype.kind in "USV" or (y.dtype == object and any(isinstance(v, (str, bytes)) for v in y.flat)):
+        raise ValueError(f"{name} must be numeric, got strings (dtype {y.dtype})")
+    warn_inexact_integers(y, name)
+    try:
+        y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be numeric: {e}") from e
+    if not np.all(np.isfinite(y)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    top = float(np.max(np.abs(y))) if y.size else 0.0
+    if top * y.shape[0] > MAX_TARGET_SCALE:
+        raise ValueError(f"{name} is too large for float64 arithmetic: max |{name}| = {top:.3g} over "
+                         f"{y.shape[0]} rows, but max |{name}| * n_rows must be at most "
+                         f"{MAX_TARGET_SCALE:.0e} (split gains square sums of residuals); rescale {name}")
+    return y
+
+
+# -- integers beyond float64's exact range -----------------------------------------------------------
+
+_EXACT = 2 ** 53  # every integer of at most this magnitude is a float64
+
+
+def _n_inexact(a: np.ndarray) -> int:
+    """How many values of the integer array ``a`` float64 rounds."""
+    if a.size == 0 or (a.max() <= _EXACT and (a.dtype.kind == "u" or a.min() >= -_EXACT)):
+        return 0
+    if a.dtype.kind == "u":
+        mag = a[a > _EXACT].astype(np.uint64)
+    else:
+        big = a.astype(np.int64, copy=False)
+        big = big[(big > _EXACT) | (big < -_EXACT)]
+        neg = big < 0  # |v| as uint64, without overflowing at -2**63
+        mag = np.where(neg, -(big + 1), big).astype(np.uint64) + neg.astype(np.uint64)
+    # v > 2**53 is exact iff it is a multiple of 2**(bit_length - 53); frexp of the rounded float
+    # gives the bit length, or one more when the rounding carried, which only happens to inexact v
+    # and then still leaves a remainder
+    _, exp = np.frexp(mag.astype(np.float64))
+    step = np.left_shift(np.uint64(1), (exp - 53).astype(np.uint64))
+    return int(np.count_nonzero(mag % step))
+
+
+def warn_inexact_integers(X, name: str = "X") -> None:
+    """Warn (naming ``name``) when integer data holds values float64 cannot represent exactly: the
+    learner works in float64, so such values would silently collapse onto their neighbours."""
+    if hasattr(X, "dtypes") and hasattr(X, "select_dtypes"):  # pandas DataFrame
+        ints = X.select_dtypes(include="integer")
+        blocks = [ints.loc[:, ints.dtypes == dt].to_numpy(dtype=getattr(dt, "numpy_dtype", dt), na_value=0)
+                  for dt in set(ints.dtypes)]
+    elif isinstance(X, np.ndarray):
+        blocks = [X]
+    else:
+        try:
+            blocks = [np.asarray(X)]
+        except (TypeError, ValueError):  # left to the conversion that follows, whose error is clearer
+            return
+    n = sum(_n_inexact(b) for b in blocks if b.dtype.kind in "iu")
+    if n:
+        warn_user(f"{name} has {n} integer value{'s' if n > 1 else ''} beyond +-2**53 that float64 "
+                  "cannot represent exactly: they are rounded to the nearest float64 (subtract an "
+                  "offset or rescale them if their exact values matter)")
