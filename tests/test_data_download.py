@@ -242,8 +242,9 @@ def test_known_size_is_checked(tmp_path):
         _manifest({"a": {"sha256": None, "size": "3"}}, [{"type": "files", "urls": {"a": "http://x/a"}}])
 
 
-def test_fresh_status_rehashes_a_file_changed_in_place(tmp_path):
-    """The hash cache trusts size and mtime; verify (fresh=True) re-reads the file."""
+def test_hash_cache_sees_an_edit_that_keeps_size_and_mtime(tmp_path):
+    """The hash cache is keyed by size, mtime, inode and ctime (set by the kernel on every write and
+    utime); verify (fresh=True) re-reads the file anyway."""
     import os
 
     m = _manifest({"a": {"sha256": hashlib.sha256(b"one").hexdigest()}},
@@ -256,7 +257,8 @@ def test_fresh_status_rehashes_a_file_changed_in_place(tmp_path):
     st = path.stat()
     path.write_bytes(b"two")                                       # same size ...
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))            # ... and the old mtime
-    assert file_status(m, "a", tmp_path)[0] == "verified"          # the cache cannot tell
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size
+    assert file_status(m, "a", tmp_path)[0] == "mismatch"
     assert file_status(m, "a", tmp_path, fresh=True)[0] == "mismatch"
 
 

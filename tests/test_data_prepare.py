@@ -176,7 +176,7 @@ def test_orphan_of_a_killed_writer_is_removed_at_the_next_prepare(gisette, serve
     folder.mkdir(parents=True)
     (folder / ".tmp-abc123.npz").write_bytes(b"PK half an archive of a process killed with -9")
     path = Path(_load(root, server).source)
-    assert sorted(p.name for p in folder.iterdir()) == [path.name]
+    assert sorted(p.name for p in folder.iterdir()) == [path.name, path.name + ".sha256"]
 
 
 def test_data_root_and_mirror_from_the_environment(gisette, server, monkeypatch):

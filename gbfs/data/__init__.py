@@ -18,22 +18,31 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .bundled import LOADERS as BUNDLED
 from .bundled import bundled as _bundled
-from .download import ChecksumError, DownloadError, RetryPolicy, file_status
+from .download import ChecksumError, ContentError, DownloadError, LockFileError, RetryPolicy, file_status
 from .formats import FormatError
-from .manifest import ENV_DATA_DIR, ENV_MIRROR, Manifest, ManifestError, available_manifests, read_manifest
-from .prepare import prepare as _prepare
-from .prepare import read_prepared
+from .manifest import (
+    ENV_DATA_DIR,
+    ENV_MIRROR,
+    DataRootError,
+    Manifest,
+    ManifestError,
+    available_manifests,
+    read_manifest,
+)
+from .prepare import CacheError, load_prepared
 from .synthetic import GENERATORS
+from .synthetic_base import check_positive
 
 __all__ = ["Dataset", "load", "load_dataset", "list_datasets", "read_dataset_manifest", "split_train_val",
-           "BUNDLED", "ChecksumError", "DownloadError", "FormatError", "ManifestError", "RetryPolicy",
-           "ENV_DATA_DIR", "ENV_MIRROR"]
+           "BUNDLED", "CacheError", "ChecksumError", "ContentError", "DataRootError", "DownloadError",
+           "FormatError", "LockFileError", "ManifestError", "RetryPolicy", "ENV_DATA_DIR", "ENV_MIRROR"]
 
 SPLITS = ("train", "val", "test")
 
@@ -115,7 +124,7 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     **generator_kwargs
         Further arguments of a synthetic generator (e.g. ``n_features`` of ``figure1``).
     """
-    _check_args(val_fraction, seed, scale)
+    val_fraction, scale = _check_args(val_fraction, seed, scale)
     if name in GENERATORS:
         return _synthetic(name, val_fraction, seed, scale, generator_kwargs)
     if generator_kwargs:
@@ -128,9 +137,8 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
         checksum, source = "bundled with scikit-learn", "sklearn.datasets"
     else:
         manifest = read_dataset_manifest(name, root)
-        path = _prepare(manifest, root, download=download, mirror=mirror or os.environ.get(ENV_MIRROR),
-                        progress=progress)
-        arrays = read_prepared(path)
+        path, arrays = load_prepared(manifest, root, download=download,
+                                     mirror=mirror or os.environ.get(ENV_MIRROR), progress=progress)
         X_tr, y_tr, X_te, y_te = arrays["X_train"], arrays["y_train"], arrays["X_test"], arrays["y_test"]
         names = arrays["feature_names"].tolist()
         checksum, source = checksum_summary(manifest, root), str(path)
@@ -197,10 +205,11 @@ def _check_split(split):
         raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
 
 
-def _check_args(val_fraction, seed, scale):
-    if not isinstance(val_fraction, (int, float)) or not 0 < val_fraction < 1:
+def _check_args(val_fraction, seed, scale) -> tuple[float, float]:
+    """Each argument's own error, before any download or parsing (numpy numbers are accepted;
+    strings such as ``dataset.scale=abc`` from a command line, bools, NaN and infinities are not)."""
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, Real) or not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction must be a number in (0, 1), got {val_fraction!r}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not scale > 0:
-        raise ValueError(f"scale must be a positive number, got {scale!r}")
+    return float(val_fraction), check_positive("scale", scale)

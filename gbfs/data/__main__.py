@@ -1,8 +1,10 @@
-"""Command line: ``python -m gbfs.data {list,info,download,verify,prepare} NAME``.
+"""Command line: ``python -m gbfs.data {list,info,download,verify,prepare,unlock} NAME``.
 
-``download`` fetches the raw files (resumable; sha256-checked), ``verify`` re-checks the
+``download`` fetches the raw files (resumable; sha256-checked), ``verify`` re-hashes the
 files on disk, ``prepare`` downloads if needed and writes the parsed cache, ``info``
-summarises paths, sizes, checksum status and shapes.  Exit status 1 on any failure.
+summarises paths, sizes, checksum status (from the hash cache: files unchanged since they
+were last hashed) and shapes, ``unlock`` forgets the sha256 recorded at the first use of files
+without a published checksum (to accept new upstream content).  Exit status 1 on any failure.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import os
 import sys
 
 from . import BUNDLED, GENERATORS, load_dataset, read_dataset_manifest
-from .download import ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status
+from .download import ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status, mismatch_note
 from .formats import FormatError
-from .manifest import ENV_MIRROR, ManifestError, available_manifests, dataset_lock, raw_dir
-from .prepare import find_prepared, prepare, prepared_shapes
+from .lockfile import lock_path, remove_lock_entries
+from .manifest import ENV_MIRROR, DataRootError, ManifestError, available_manifests, dataset_lock, raw_dir
+from .prepare import CacheError, cache_status, find_prepared, prepare, prepared_shapes
 
 STATUS_TEXT = {
     "verified": "ok, matches the published sha256",
@@ -46,6 +49,8 @@ def _print_files(manifest, root, fresh: bool = False) -> bool:
         print(f"  {fname}: {STATUS_TEXT[status]}\n    path: {path}{size}")
         if digest:
             print(f"    sha256: {digest}")
+        if status == "mismatch":
+            print(f"    {mismatch_note(manifest, path.parent, fname)}")
     return ok
 
 
@@ -54,8 +59,13 @@ def _print_prepared(manifest, root) -> None:
     if path is None:
         print(f"  prepared: none (run: python -m gbfs.data prepare {manifest.name})")
         return
-    shapes = prepared_shapes(path)
-    print(f"  prepared: {path} ({_size(path.stat().st_size)})")
+    print(f"  prepared: {path} ({_size(path.stat().st_size)})\n    checksum: {cache_status(path)}")
+    try:
+        shapes = prepared_shapes(path)
+    except CacheError as exc:
+        print(f"    UNREADABLE ({exc}); the next load or `python -m gbfs.data prepare {manifest.name}` "
+              f"rebuilds it")
+        return
     for split in ("train", "test"):
         print(f"    {split}: X {shapes[f'X_{split}']}, y {shapes[f'y_{split}']}")
 
@@ -94,6 +104,8 @@ def cmd_info(args) -> int:
     for s in m.sources:
         urls = [s.url] if s.type == "zip" else list(s.urls.values())
         print(f"  source ({s.type}): " + "\n                   ".join(urls))
+    print("  checksum status from the hash cache (files unchanged since they were last hashed: same "
+          "size, mtime, inode and ctime); `verify` re-hashes every file")
     _print_files(m, args.root)
     _print_prepared(m, args.root)
     return 0
@@ -129,6 +141,27 @@ def cmd_prepare(args) -> int:
     return 0
 
 
+def cmd_unlock(args) -> int:
+    if (done := _nothing_to_fetch(args)) is not None:
+        return done
+    m = read_dataset_manifest(args.name, args.root)
+    folder = raw_dir(m, args.root)
+    unknown = [f for f in args.files if f not in m.files]
+    published = [f for f in args.files if f in m.files and m.sha256(f)]
+    if unknown or published:
+        raise ValueError(f"{m.name}: files must be among those without a published checksum "
+                         f"({', '.join(f for f in m.files if not m.sha256(f)) or 'none'}); got "
+                         f"{', '.join(unknown + published)}")
+    with dataset_lock(m, args.root, purpose="change its checksum lock file"):
+        removed = remove_lock_entries(folder, args.files or None)
+    print(f"{m.name}: removed from {lock_path(folder)}: {', '.join(removed) or 'nothing (no such entry)'}")
+    present = [f for f in (args.files or m.files) if (folder / f).is_file() and not m.sha256(f)]
+    if present:
+        print("  present, checked and recorded again at the next load (delete them to download them again): "
+              + ", ".join(str(folder / f) for f in present))
+    return 0
+
+
 def cmd_list(args) -> int:
     print("real (downloaded):   " + ", ".join(available_manifests(args.root)))
     print("bundled (offline):   " + ", ".join(sorted(BUNDLED)))
@@ -147,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
                             ("info", cmd_info, "paths, sizes, checksum status and shapes"),
                             ("download", cmd_download, "download and verify the raw files"),
                             ("verify", cmd_verify, "check the raw files against their checksums"),
-                            ("prepare", cmd_prepare, "download if needed, parse and cache the arrays")):
+                            ("prepare", cmd_prepare, "download if needed, parse and cache the arrays"),
+                            ("unlock", cmd_unlock, "forget the sha256 recorded at first use (files without "
+                                                   "a published checksum) to accept new upstream content")):
         p = sub.add_parser(name, help=help_)
         p.set_defaults(func=fn)
         if name != "list":
@@ -159,6 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--retries", type=int, default=RetryPolicy.retries)
             p.add_argument("--timeout", type=float, default=RetryPolicy.timeout, help="seconds per read")
             p.add_argument("--no-progress", action="store_true")
+        if name == "unlock":
+            p.add_argument("files", nargs="*", help="the files to unlock (default: every entry)")
         if name == "info":
             p.add_argument("--scale", type=float, default=1.0, help="synthetic / bundled: row scale")
             p.add_argument("--seed", type=int, default=0, help="synthetic / bundled: seed")
@@ -169,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DownloadError, ChecksumError, FormatError, ManifestError, ValueError) as exc:
+    except (DownloadError, ChecksumError, FormatError, ManifestError, DataRootError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -1,254 +1,101 @@
-"""Downloads: streaming, resumable (HTTP Range), retried with backoff, sha256-verified, atomic.
-
-:func:`fetch` gets one URL into one file.  The bytes go to ``<dest>.part``; an
-interrupted transfer is resumed from there with a ``Range`` request (by the next
-attempt, or by the next call after a crash).  Only a complete transfer whose sha256
-matches is renamed to ``dest`` (an atomic ``os.replace`` on the same file system),
-so a file at ``dest`` is always whole and verified; a mismatch deletes the
-``.part`` file, so nothing that looks valid is left behind.
+"""Whole datasets: every raw file of a manifest from its sources, verified, and locked where
+no checksum is published.
 
 :func:`fetch_dataset` gets every file of a manifest from its sources in order (the
 primary, then the mirrors; a ``zip`` source is downloaded and its members are
 extracted and verified one by one), and fails with one error that lists, for every
 missing file, each URL tried and why, and the exact path where the file may be placed
-by hand.
+by hand.  Single transfers are :func:`gbfs.data.transfer.fetch`; a file without a published
+sha256 must pass the content checks of :mod:`gbfs.data.sanity` before it is renamed into
+place and its sha256 is recorded in the lock file of :mod:`gbfs.data.lockfile`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
-import os
 import shutil
-import socket
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.error import HTTPError, URLError
-from urllib.request import Request, urlopen
 
-from tqdm.auto import tqdm
-
+from .fsutil import write_json_atomic
+from .lockfile import LOCK_FILE, LockFileError, read_lock, record_lock, reset_hint
 from .manifest import Manifest, mirror_url, raw_dir
+from .sanity import problem as content_problem
+from .sanity import require_plausible
+from .transfer import (
+    CHUNK,
+    DEFAULT_POLICY,
+    USER_AGENT,
+    ChecksumError,
+    ContentError,
+    DownloadError,
+    RetryPolicy,
+    discard_partial,
+    fetch,
+    sha256_file,
+)
 
-CHUNK = 1 << 20
-LOCK_FILE = "checksums.lock.json"
+__all__ = ["CHUNK", "DEFAULT_POLICY", "HASH_CACHE", "LOCK_FILE", "USER_AGENT", "ChecksumError",
+           "ContentError", "DownloadError", "LockFileError", "RetryPolicy", "cached_sha256", "fetch",
+           "fetch_dataset", "file_status", "lock_unlocked", "mismatch_error", "read_lock", "record_lock",
+           "remove_partials", "sha256_file"]
+
 HASH_CACHE = ".sha256-cache.json"
-USER_AGENT = "gbfs-data/1 (+https://github.com/; python urllib)"
-
-
-class DownloadError(RuntimeError):
-    """A file could not be downloaded (the message names the URLs and where to put the file by hand)."""
-
-
-class ChecksumError(DownloadError):
-    """A downloaded or local file does not have the expected sha256."""
-
-
-class _Permanent(Exception):
-    """A failure that retrying the same URL cannot fix (404, 403, an unknown host)."""
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How hard :func:`fetch` tries one URL.
-
-    ``retries`` extra attempts after the first, sleeping ``backoff * 2**k`` seconds
-    (at most ``max_backoff``) before attempt ``k + 1``; ``timeout`` seconds for the
-    connection and for every read.
-    """
-
-    retries: int = 4
-    backoff: float = 1.0
-    max_backoff: float = 30.0
-    timeout: float = 60.0
-
-
-DEFAULT_POLICY = RetryPolicy()
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(4 * CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def fetch(url: str, dest: str | os.PathLike, *, sha256: str | None = None,
-          policy: RetryPolicy = DEFAULT_POLICY, progress: bool = True,
-          sleep: Callable[[float], None] = time.sleep) -> str:
-    """Download ``url`` to ``dest`` and return the file's sha256.
-
-    Parameters
-    ----------
-    url : str
-        http(s) or file URL.
-    dest : path
-        Final location; the transfer is written to ``dest + ".part"`` and renamed
-        only when complete and verified.
-    sha256 : str or None
-        Expected checksum; ``None`` accepts any content (the caller records it).
-    policy : RetryPolicy
-        Retries, backoff and timeouts.  Transient failures (connection refused or
-        dropped, timeouts, 5xx, 408, 429, a body shorter than its Content-Length)
-        are retried and resume from the bytes already on disk; 4xx and unknown
-        hosts are not.
-
-    Raises
-    ------
-    DownloadError
-        The URL failed (after the retries, or at once for a permanent failure).
-    ChecksumError
-        The complete transfer has another sha256 (the partial file is deleted).
-    """
-    dest = Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    resumed = part.exists() and part.stat().st_size > 0
-    _transfer_with_retries(url, part, policy, progress, sleep)
-    digest = sha256_file(part)
-    if sha256 and digest != sha256 and resumed:
-        # The stale partial file may come from another version of the file: start over once.
-        part.unlink()
-        _transfer_with_retries(url, part, policy, progress, sleep)
-        digest = sha256_file(part)
-    if sha256 and digest != sha256:
-        part.unlink()
-        raise ChecksumError(f"sha256 mismatch for {url}: expected {sha256}, got {digest}; "
-                            f"the download was deleted")
-    os.replace(part, dest)
-    return digest
-
-
-def _transfer_with_retries(url, part, policy, progress, sleep):
-    attempt = 0
-    while True:
-        try:
-            _transfer(url, part, policy.timeout, progress)
-            return
-        except _Permanent as exc:
-            raise DownloadError(f"{url}: {exc}") from None
-        except (URLError, OSError, http.client.HTTPException, _Incomplete) as exc:
-            attempt += 1
-            if attempt > policy.retries:
-                raise DownloadError(f"{url}: {_describe(exc)} (gave up after {attempt} attempts)") from exc
-            sleep(min(policy.backoff * 2 ** (attempt - 1), policy.max_backoff))
-
-
-class _Incomplete(Exception):
-    pass
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, HTTPError):
-        return f"HTTP {exc.code} {exc.reason}"
-    if isinstance(exc, URLError):
-        return f"{exc.reason}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _open(url: str, offset: int, timeout: float):
-    headers = {"User-Agent": USER_AGENT}
-    if offset:
-        headers["Range"] = f"bytes={offset}-"
-    try:
-        return urlopen(Request(url, headers=headers), timeout=timeout)
-    except HTTPError as exc:
-        if exc.code == 416 and offset:
-            return None                    # the partial file already holds every byte
-        if 400 <= exc.code < 500 and exc.code not in (408, 429):
-            raise _Permanent(_describe(exc)) from None
-        raise
-    except URLError as exc:
-        if isinstance(exc.reason, socket.gaierror):
-            raise _Permanent(f"cannot resolve the host ({exc.reason}); is this machine offline?") from None
-        raise
-
-
-def _transfer(url: str, part: Path, timeout: float, progress: bool) -> None:
-    """One attempt: append to ``part`` from where it ends (or restart if the server ignores Range)."""
-    offset = part.stat().st_size if part.exists() else 0
-    resp = _open(url, offset, timeout)
-    if resp is None:
-        return
-    with resp:
-        status = getattr(resp, "status", 200)
-        if offset and not (status == 206 and _range_start(resp) == offset):
-            offset = 0                     # no resume support: start over
-        length = resp.headers.get("Content-Length")
-        expected = int(length) if length is not None and status in (200, 206) else None
-        got = 0
-        with open(part, "ab" if offset else "wb") as f, \
-                tqdm(total=None if expected is None else offset + expected, initial=offset, unit="B",
-                     unit_scale=True, unit_divisor=1024, desc=part.name[:-5], disable=not progress,
-                     leave=False) as bar:
-            while chunk := resp.read(CHUNK):
-                f.write(chunk)
-                got += len(chunk)
-                bar.update(len(chunk))
-        if expected is not None and got < expected:
-            raise _Incomplete(f"connection closed after {got} of {expected} bytes")
-
-
-def _range_start(resp) -> int | None:
-    value = resp.headers.get("Content-Range", "")        # "bytes 100-199/200"
-    try:
-        return int(value.split()[1].split("-")[0])
-    except (IndexError, ValueError):
-        return None
+#: a hash recorded less than this long after the file's ctime is not trusted (see cached_sha256)
+RACY_NS = 1_000_000_000
+_STAT_KEY = ("size", "mtime_ns", "ino", "ctime_ns")
 
 
 # ----------------------------------------------------------------------------- checksums on disk
 
 def cached_sha256(path: Path, fresh: bool = False) -> str:
-    """sha256 of ``path``, reusing a stored value while the file's size and mtime are unchanged
-    (``fresh=True`` always re-reads the file, as ``python -m gbfs.data verify`` does)."""
+    """sha256 of ``path``, reusing a stored value while the file is unchanged (``fresh=True``
+    always re-reads the file, as ``python -m gbfs.data verify`` does).
+
+    A stored hash is keyed by the file's size, mtime, inode and ctime.  The kernel sets ctime
+    on every write (and on ``utime``); users cannot set it, so an edit that restores the size
+    and mtime is still noticed.  Timestamps are coarse (a few milliseconds, or seconds on some
+    file systems), so an edit within the same tick as the hashing would keep the ctime: a
+    hash stored less than :data:`RACY_NS` after the file's ctime is not trusted and is
+    computed again at the next use (git treats "racily clean" index entries the same way).
+    The cache is best effort: where it cannot be written (a read-only root) the file is
+    hashed again next time.
+    """
     cache_file = path.parent / HASH_CACHE
-    cache = _read_json(cache_file)
+    cache = _read_hash_cache(cache_file)
+    recorded_ns = time.time_ns()           # before the stat: a later edit changes the ctime
     st = path.stat()
+    key = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "ctime_ns": st.st_ctime_ns}
     entry = cache.get(path.name)
-    if not fresh and entry and entry.get("size") == st.st_size and entry.get("mtime_ns") == st.st_mtime_ns:
+    if not fresh and _entry_matches(entry, key):
         return entry["sha256"]
     digest = sha256_file(path)
-    cache[path.name] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
-    _write_json_atomic(cache_file, cache)
+    cache[path.name] = {**key, "sha256": digest, "recorded_ns": recorded_ns}
+    try:
+        write_json_atomic(cache_file, cache)
+    except OSError:                        # only a cache: a read-only root hashes again next time
+        pass
     return digest
 
 
-def read_lock(folder: Path) -> dict[str, str]:
-    return _read_json(folder / LOCK_FILE)
+def _entry_matches(entry, key: dict) -> bool:
+    if not isinstance(entry, dict) or any(entry.get(k) != key[k] for k in _STAT_KEY):
+        return False
+    recorded, digest = entry.get("recorded_ns"), entry.get("sha256")
+    return (isinstance(recorded, int) and recorded - key["ctime_ns"] >= RACY_NS
+            and isinstance(digest, str) and len(digest) == 64)
 
 
-def record_lock(folder: Path, filename: str, digest: str) -> None:
-    """Record the sha256 of a file without a published checksum at its first use (downloaded or
-    placed by hand); later loads are verified against it."""
-    lock = read_lock(folder)
-    lock[filename] = digest
-    _write_json_atomic(folder / LOCK_FILE, lock)
-
-
-def _read_json(path: Path) -> dict:
+def _read_hash_cache(path: Path) -> dict:
+    """The hash cache; unreadable or malformed, it is empty (it is only a cache: files are re-hashed)."""
     try:
-        return json.loads(path.read_text())
+        cache = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-
-
-def _write_json_atomic(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return cache if isinstance(cache, dict) else {}
 
 
 # ----------------------------------------------------------------------------- whole datasets
@@ -257,7 +104,7 @@ def file_status(manifest: Manifest, filename: str, root=None, fresh: bool = Fals
     """(status, sha256) of one raw file: ``"missing"``, ``"verified"`` (published sha256),
     ``"locked"`` (matches the local lock; no published checksum), ``"unlocked"`` (present, no
     checksum anywhere yet) or ``"mismatch"``.  ``fresh`` re-hashes instead of trusting the hash
-    cache."""
+    cache.  A corrupt lock file raises :class:`~gbfs.data.lockfile.LockFileError`."""
     path = raw_dir(manifest, root) / filename
     if not path.is_file():
         return "missing", None
@@ -272,13 +119,34 @@ def file_status(manifest: Manifest, filename: str, root=None, fresh: bool = Fals
     return ("verified" if manifest.sha256(filename) else "locked"), digest
 
 
+def mismatch_note(manifest: Manifest, folder: Path, filename: str) -> str:
+    """What a file that does not match its checksum was checked against, and how to move on."""
+    if manifest.sha256(filename):
+        return "it does not match the published checksum of the manifest"
+    return "it does not match the local lock: " + reset_hint(manifest.name, folder, filename)
+
+
+def mismatch_error(manifest: Manifest, root, bad: dict[str, str | None]) -> ChecksumError:
+    """The error for local files ``{name: sha256}`` that do not match their checksums."""
+    folder = raw_dir(manifest, root)
+    parts = []
+    for fname, digest in bad.items():
+        what = f"sha256 {digest}" if digest else f"{(folder / fname).stat().st_size} bytes, the manifest " \
+                                                 f"says {manifest.size(fname)}"
+        parts.append(f"{folder / fname} ({what}; {mismatch_note(manifest, folder, fname)})")
+    return ChecksumError(f"{manifest.name}: local files do not match their checksums: " + "; ".join(parts)
+                         + "; delete them to download again")
+
+
 def lock_unlocked(manifest: Manifest, root=None) -> None:
     """Record the sha256 of every present raw file that has neither a published checksum nor a
-    lock entry yet (a file placed by hand): from now on it is verified like a download."""
+    lock entry yet (a file placed by hand), once it passed the content checks: from now on it is
+    verified like a download.  An implausible file is a :class:`ContentError` naming it."""
     folder = raw_dir(manifest, root)
     for fname in manifest.files:
         status, digest = file_status(manifest, fname, root)
         if status == "unlocked":
+            require_plausible(manifest, fname, folder / fname)
             record_lock(folder, fname, digest)
 
 
@@ -288,19 +156,19 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
     """Download the missing raw files of ``manifest``; return ``{file: status}`` for every file.
 
     A present file with a wrong checksum is an error (it is never overwritten silently:
-    delete it to download again).  Files without a published checksum get their sha256
-    recorded in ``raw/checksums.lock.json`` at their first download or first use; a file
-    downloaded again must match its lock entry (delete the entry to accept new upstream content).
+    delete it to download again).  Files without a published checksum must pass the content
+    checks of :mod:`gbfs.data.sanity` (a download that fails them is deleted), then get their
+    sha256 recorded in ``raw/checksums.lock.json``; a file downloaded again must match its lock
+    entry (``python -m gbfs.data unlock NAME FILE`` accepts new upstream content).
     """
     folder = raw_dir(manifest, root)
     folder.mkdir(parents=True, exist_ok=True)
     lock_unlocked(manifest, root)
-    status = {f: file_status(manifest, f, root)[0] for f in manifest.files}
-    bad = [f for f, s in status.items() if s == "mismatch"]
+    checked = {f: file_status(manifest, f, root) for f in manifest.files}
+    bad = {f: digest for f, (s, digest) in checked.items() if s == "mismatch"}
     if bad:
-        raise ChecksumError(f"{manifest.name}: local files do not match their checksums: "
-                            + ", ".join(str(folder / f) for f in bad) + "; delete them to download again")
-    missing = [f for f, s in status.items() if s == "missing"]
+        raise mismatch_error(manifest, root, bad)
+    missing = [f for f, (s, _) in checked.items() if s == "missing"]
     failures: dict[str, list[str]] = {f: [] for f in missing}
     for source in manifest.sources:
         if not missing:
@@ -310,11 +178,13 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
         else:
             for fname in [f for f in missing if f in source.urls]:
                 url = mirror_url(source.urls[fname], mirror)
+                expected = _expected_sha256(manifest, folder, fname)
                 try:
-                    digest = fetch(url, folder / fname, sha256=_expected_sha256(manifest, folder, fname),
-                                   policy=policy, progress=progress, sleep=sleep)
+                    digest = fetch(url, folder / fname, sha256=expected,
+                                   check=_checker(manifest, fname, expected), policy=policy,
+                                   progress=progress, sleep=sleep)
                 except DownloadError as exc:
-                    failures[fname].append(str(exc))
+                    failures[fname].append(_with_lock_note(exc, manifest, folder, fname))
                     continue
                 _after_download(manifest, folder, fname, digest)
         missing = [f for f in missing if not (folder / f).is_file()]
@@ -324,12 +194,25 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
 
 
 def _expected_sha256(manifest: Manifest, folder: Path, fname: str) -> str | None:
-    """The published sha256, else the one locked at the first download, else None."""
+    """The published sha256, else the one locked at the first use, else None."""
     return manifest.sha256(fname) or read_lock(folder).get(fname)
 
 
+def _checker(manifest: Manifest, fname: str, expected: str | None):
+    """The content check of a file whose sha256 will be locked (none when a sha256 is known)."""
+    if expected is not None:
+        return None
+    return lambda path: content_problem(manifest, fname, path)
+
+
+def _with_lock_note(exc: DownloadError, manifest: Manifest, folder: Path, fname: str) -> str:
+    if isinstance(exc, ChecksumError) and not manifest.sha256(fname):
+        return f"{exc}; {reset_hint(manifest.name, folder, fname)}"
+    return str(exc)
+
+
 def _after_download(manifest: Manifest, folder: Path, fname: str, digest: str) -> None:
-    if manifest.sha256(fname) is None:
+    if manifest.sha256(fname) is None and fname not in read_lock(folder):
         record_lock(folder, fname, digest)
     cached_sha256(folder / fname)          # store the hash so later loads do not re-read the file
 
@@ -339,6 +222,8 @@ def _fetch_from_zip(manifest, source, missing, folder, mirror, policy, progress,
     url = mirror_url(source.url, mirror)
     archive = folder / ".archives" / Path(source.url).name
     try:
+        # no check of its own: an HTML page or a cut archive fails to open below, and every
+        # member is verified (published sha256, or the content checks) before it is used
         fetch(url, archive, policy=policy, progress=progress, sleep=sleep)
     except DownloadError as exc:
         for fname in missing:
@@ -352,11 +237,12 @@ def _fetch_from_zip(manifest, source, missing, folder, mirror, policy, progress,
                 if member is None:
                     failures[fname].append(f"{url}: the archive has no member {fname}")
                     continue
+                expected = _expected_sha256(manifest, folder, fname)
                 try:
-                    digest = _extract_verified(zf, member, folder / fname,
-                                               _expected_sha256(manifest, folder, fname))
-                except ChecksumError as exc:
-                    failures[fname].append(f"{url}: {exc}")
+                    digest = _extract_verified(zf, member, folder / fname, expected,
+                                               _checker(manifest, fname, expected))
+                except DownloadError as exc:
+                    failures[fname].append(f"{url}: {_with_lock_note(exc, manifest, folder, fname)}")
                     continue
                 _after_download(manifest, folder, fname, digest)
     except zipfile.BadZipFile as exc:
@@ -384,7 +270,7 @@ def _find_member(zf: zipfile.ZipFile, wanted: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def _extract_verified(zf: zipfile.ZipFile, member: str, dest: Path, sha256: str | None) -> str:
+def _extract_verified(zf: zipfile.ZipFile, member: str, dest: Path, sha256: str | None, check) -> str:
     tmp = dest.with_name(dest.name + ".part")
     h = hashlib.sha256()
     with zf.open(member) as src, open(tmp, "wb") as out:
@@ -393,9 +279,13 @@ def _extract_verified(zf: zipfile.ZipFile, member: str, dest: Path, sha256: str 
             out.write(chunk)
     digest = h.hexdigest()
     if sha256 and digest != sha256:
-        tmp.unlink()
+        discard_partial(tmp)
         raise ChecksumError(f"member {member}: sha256 {digest}, expected {sha256}")
-    os.replace(tmp, dest)
+    reason = check(tmp) if check is not None else None
+    if reason:
+        discard_partial(tmp)
+        raise ContentError(f"member {member}: {reason}")
+    tmp.replace(dest)
     return digest
 
 
@@ -410,7 +300,9 @@ def _failure_message(manifest: Manifest, folder: Path, missing: list[str], failu
 
 
 def remove_partials(folder: Path) -> None:
-    """Delete leftover ``.part`` files and archives (``python -m gbfs.data download --clean``)."""
+    """Delete leftover ``.part`` files (with their records) and archives."""
     for p in folder.glob("*.part"):
-        p.unlink()
+        discard_partial(p)
+    for p in folder.glob("*.part.json"):
+        p.unlink(missing_ok=True)
     shutil.rmtree(folder / ".archives", ignore_errors=True)

@@ -19,19 +19,26 @@ repository) that says what to download and how to prepare it::
 
 ``sources`` are tried in order (the first is the primary, the others mirrors); a file
 whose ``sha256`` is ``null`` has no published checksum and is verified against a local
-lock file written at its first download instead (Flight).
+lock file written at its first use instead (Flight), once its content passed the checks of
+:mod:`gbfs.data.sanity`; its optional ``min_size`` (bytes) is the least a real copy can
+weigh, which refuses error pages and cut transfers.
 
 Layout of the data root (``<root>/<name>/`` is git-ignored)::
 
     <root>/<name>.json                 manifest (optional here: the repository's is used otherwise)
     <root>/<name>/raw/<file>           downloaded files, exactly as published
-    <root>/<name>/raw/checksums.lock.json   sha256 of first downloads without a published checksum
-    <root>/<name>/raw/.sha256-cache.json    hashes keyed by size and mtime (avoids re-hashing GBs)
+    <root>/<name>/raw/checksums.lock.json   sha256 of first uses without a published checksum
+    <root>/<name>/raw/.sha256-cache.json    hashes keyed by size, mtime, inode and ctime (avoids
+                                            re-hashing GBs; ``verify`` always re-hashes)
     <root>/<name>/prepared/<name>-v<version>-<key>.npz   parsed arrays, keyed by the raw hashes
+    <root>/<name>/prepared/<name>-v<version>-<key>.npz.sha256   its own sha256 (``sha256sum -c``)
+    <root>/<name>/.lock                     taken by writers only: a prepared dataset is read
+                                            without it, so a read-only shared root works
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -40,6 +47,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
+
+from .fsutil import is_not_writable
 
 #: environment variable naming the data root (overridden by an explicit ``root`` argument)
 ENV_DATA_DIR = "GBFS_DATA_DIR"
@@ -53,6 +62,10 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 class ManifestError(ValueError):
     """A manifest is missing or malformed."""
+
+
+class DataRootError(PermissionError):
+    """The data root is not writable and something needs writing there."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +104,10 @@ class Manifest:
     def size(self, filename: str) -> int | None:
         """Size in bytes where the manifest knows it (a file of another size is a mismatch)."""
         return self.files[filename].get("size")
+
+    def min_size(self, filename: str) -> int | None:
+        """The least size in bytes a real copy of a file without a published checksum can have."""
+        return self.files[filename].get("min_size")
 
     @property
     def has_published_checksums(self) -> bool:
@@ -173,9 +190,11 @@ def parse_manifest(raw: dict, path: Path | None = None) -> Manifest:
         digest = meta.get("sha256") if isinstance(meta, dict) else "?"
         if digest is not None and not _SHA256.match(str(digest)):
             raise ManifestError(f"{where}: files.{fname}.sha256 must be 64 lowercase hex digits or null")
-        size = meta.get("size")
-        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
-            raise ManifestError(f"{where}: files.{fname}.size must be a byte count or null, got {size!r}")
+        for key in ("size", "min_size"):
+            size = meta.get(key)
+            if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
+                raise ManifestError(f"{where}: files.{fname}.{key} must be a byte count or null, "
+                                    f"got {size!r}")
     sources = tuple(_parse_source(s, files, where) for s in need("sources", list))
     if not sources:
         raise ManifestError(f"{where}: 'sources' is empty")
@@ -218,22 +237,57 @@ def prepared_dir(manifest: Manifest, root: str | os.PathLike | None = None) -> P
 
 
 @contextmanager
-def dataset_lock(manifest: Manifest, root: str | os.PathLike | None = None) -> Iterator[None]:
+def dataset_lock(manifest: Manifest, root: str | os.PathLike | None = None,
+                 purpose: str = "download and prepare it") -> Iterator[None]:
     """Hold an exclusive lock on ``<root>/<name>/.lock`` (parallel jobs of a multirun that load
     the same dataset download and prepare it once; the others wait, then reuse the files).
 
-    POSIX ``flock``; where it does not exist (Windows) this does not lock.
+    Only writers take it: reading a prepared dataset needs no lock (every file is replaced
+    atomically), so a read-only shared root works.  POSIX ``flock``; where it does not exist
+    (Windows) this does not lock.
+
+    Raises
+    ------
+    DataRootError
+        The dataset's folder is not writable (``purpose`` says what needed writing).
     """
     folder = dataset_dir(manifest, root)
-    folder.mkdir(parents=True, exist_ok=True)
     try:
-        import fcntl
-    except ImportError:                     # pragma: no cover - Windows
-        yield
-        return
-    with open(folder / ".lock", "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(folder))
+        handle = _open_lock_file(folder / ".lock")
+    except OSError as exc:
+        if is_not_writable(exc):
+            raise DataRootError(
+                f"{folder} is not writable ({exc.strerror}), and dataset {manifest.name!r} needs to "
+                f"{purpose}; run `python -m gbfs.data prepare {manifest.name}` once as a user who can write "
+                f"there, or use a writable data root (--root / root= / ${ENV_DATA_DIR})") from exc
+        raise
+    with handle:
+        try:
+            import fcntl
+        except ImportError:                 # pragma: no cover - Windows
+            yield
+            return
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except OSError as exc:
+            # NFS emulates flock with POSIX locks, which need a file opened for writing
+            raise DataRootError(f"cannot lock {handle.name} ({exc.strerror}): make it writable by every user "
+                                f"of the data root (chmod g+w or a+w), or delete it") from exc
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _open_lock_file(path: Path):
+    """The lock file, opened for appending; a lock file of another user that we may not write
+    (umask 022 in a group-writable root) is opened for reading: ``flock`` works on it all the same."""
+    try:
+        return open(path, "a")
+    except PermissionError:
+        if not path.is_file():
+            raise
+        return open(path)
