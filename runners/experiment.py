@@ -8,6 +8,7 @@ metric names every method shares.
 from __future__ import annotations
 
 import json
+import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -49,8 +50,38 @@ class Logged:
     rows: list[dict]
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_dataset(cfg: DictConfig) -> None:
+    """Raise ``ValueError`` naming the key on a bad ``dataset.scale``, ``dataset.val_fraction`` or
+    ``seed`` (e.g. the override ``dataset.scale=abc``); the runners call it before any MLflow run
+    exists, so a typo leaves no FAILED run behind."""
+    d = cfg.dataset
+    scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
+    real = not str(d.name).endswith("_like")
+    if not _number(scale) or not scale > 0 or (real and scale > 1):
+        what = "in (0, 1], the share of the real data's rows kept" if real else \
+            "a positive number, the multiplier of the stand-in's rows"
+        raise ValueError(f"dataset.scale must be {what}; got {scale!r}")
+    if not _number(share) or not 0 < share < 1:
+        raise ValueError(f"dataset.val_fraction must be a number in (0, 1), the share of train held out "
+                         f"for validation; got {share!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+
+
 def load_data(cfg: DictConfig) -> Dataset:
-    """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once)."""
+    """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once).
+
+    Raises
+    ------
+    ValueError
+        On a bad ``dataset.scale``, ``dataset.val_fraction`` or ``seed`` (:func:`check_dataset`),
+        or a dataset that is not a binary classification.
+    """
+    check_dataset(cfg)
     d = cfg.dataset
     kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
     extra = {} if d.name.endswith("_like") else {"download": bool(d.download), "mirror": d.mirror,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from hydra.experimental.callback import Callback
@@ -10,15 +11,57 @@ from omegaconf import DictConfig
 
 from runners import tracking
 
+#: the launcher plugins that ``conf/hydra/launcher`` configs name without requiring them to compose:
+#: the package of each, the modules it needs, and the extra of pyproject.toml that installs them
+LAUNCHER_PLUGINS = {
+    "hydra_plugins.hydra_submitit_launcher": (("submitit",), "slurm"),
+}
+
+
+def check_launcher(launcher: DictConfig | None) -> None:
+    """Raise ``SystemExit`` saying which extra to install when the plugin of ``hydra.launcher``
+    cannot be imported.
+
+    Without the plugin Hydra only says it "could not load" the launcher's config or class;
+    ``conf/hydra/launcher/slurm.yaml`` includes the plugin's settings optionally so that it still
+    composes and this check can name the extra.
+    """
+    target = str((launcher or {}).get("_target_") or "")
+    for package, (needs, extra) in LAUNCHER_PLUGINS.items():
+        if not target.startswith(package + "."):
+            continue
+        for module in (target.rpartition(".")[0], *needs):
+            try:
+                importlib.import_module(module)
+            except ImportError as err:
+                raise SystemExit(f"hydra.launcher: the launcher {target.rpartition('.')[2]} needs "
+                                 f"{package.rpartition('.')[2].replace('_', '-')} ({err}); install it with "
+                                 f'pip install -e ".[{extra}]"') from err
+
+
+class CheckLauncher(Callback):
+    """Stop a multirun whose launcher plugin is not installed, naming the extra to install, before
+    any job or MLflow run (a callback's ``Exception`` would only be a warning to Hydra, hence
+    ``SystemExit``)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        check_launcher(config.hydra.get("launcher"))
+
 
 class InitMLflowStore(Callback):
     """Create the MLflow store and experiment once, in the launching process, before the jobs.
 
     Parallel jobs (joblib, SLURM) on a fresh SQLite store otherwise race to create its schema
-    ("table _alembic_tmp_runs already exists") and the experiment.
+    ("table _alembic_tmp_runs already exists") and the experiment.  A ``tracking.uri`` that is no
+    tracking store stops the multirun here (``SystemExit``: Hydra turns a callback's exceptions
+    into warnings) rather than failing every job.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        try:
+            tracking.check_uri(config.tracking.uri)
+        except ValueError as err:
+            raise SystemExit(str(err)) from err
         tracking.init_store(config.tracking.uri, config.tracking.experiment,
                             config.tracking.get("artifact_location"))
 

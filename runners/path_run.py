@@ -92,7 +92,9 @@ def _log_budget(cfg: DictConfig, ds: Dataset, result: BudgetResult, tags: dict[s
     outcome = experiment.evaluate(result.model, ds, fit_seconds=result.seconds)
     nested = {**tags, "role": BUDGET_ROLE, "budget": str(result.budget),
               **({"note": result.note} if result.note else {})}
-    with mlflow.start_run(nested=True, run_name=f"{cfg.run_name}-budget{result.budget}", tags=nested) as run:
+    name = f"{cfg.run_name}-budget{result.budget}"
+    # ended KILLED on an interrupt, not FAILED as ``with mlflow.start_run()`` would
+    with tracking.managed_run(nested=True, run_name=name, tags=nested) as run:
         run_id = run.info.run_id
         # method.params are the path's template; mu and source say which selection was chosen
         tracking.log_config(cfg, run_id, extra={"budget": result.budget, "mu": result.mu,

@@ -7,8 +7,12 @@ params and the resolved config as ``config.yaml``; the metrics of
 ``elapsed_seconds`` by iteration; the selected features (JSON), their correlation heatmap (PNG)
 and the model file; tags method, dataset, seed, git commit, and ``budget`` (tag and param) when
 the method has a hard feature budget (:mod:`runners.budget`); with ``stability.enabled``, the
-selection stability (:mod:`runners.stability`).  A failure marks the run FAILED and re-raises.
-``tune=optuna`` hands over to :mod:`runners.tune`.
+selection stability (:mod:`runners.stability`).  Every run is ended on every exit path and the
+exception re-raised: FAILED on an error, KILLED on Ctrl-C or SIGTERM (``main`` turns SIGTERM into
+an interrupt and exits with status 143), nested runs included (:func:`runners.tracking.managed_run`);
+the tag ``worker`` (host, pid, process start) lets a later run mark FAILED the runs of a SIGKILLed
+process (:func:`runners.tracking.fail_dead_runs`).  A bad ``dataset`` setting, ``seed`` or
+``tracking.uri`` fails before any run is created.  ``tune=optuna`` hands over to :mod:`runners.tune`.
 
 What a run fits is the :data:`KINDS` entry of ``method.estimator``: one model (:func:`fit_one`) by
 default, the selection path with a nested run per budget for ``gbfs_path``
@@ -30,9 +34,12 @@ from runners import budget, experiment, path_run, stability, tracking
 
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
+    """The tags of every run of ``cfg``: method, dataset, seed, sampler, git commit, whether it
+    counts for GBDT-topK's K, its budget, ``worker`` (this process, :func:`runners.tracking.worker_id`)
+    and, in a multirun, ``sweep_dir``."""
     tags = {"method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
             "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
-            "git_commit": tracking.git_commit(),
+            "git_commit": tracking.git_commit(), "worker": tracking.worker_id(),
             "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower(), **budget.budget_tags(cfg)}
     if HydraConfig.initialized():
         hc = HydraConfig.get()
@@ -110,24 +117,28 @@ KINDS: dict[str, Callable[[DictConfig, Dataset, dict[str, str]], experiment.Logg
 
 def run(cfg: DictConfig) -> dict[str, float]:
     """Fit ``cfg.method`` on ``cfg.dataset``, evaluate on validation and test, log everything; return
-    the metrics (of the run itself: for a selection path, the path's)."""
+    the metrics (of the run itself: for a selection path, the path's).
+
+    Raises
+    ------
+    ValueError
+        On a bad ``dataset.scale``, ``dataset.val_fraction``, ``seed`` or ``tracking.uri``, before
+        any MLflow run is created; on a failing fit (its run FAILED).
+    """
+    experiment.check_dataset(cfg)
     if cfg.tune.enabled:
         from runners import tune
 
         return tune.run(cfg)
     tracking.configure(cfg.tracking)
     tags = run_tags(cfg)
-    with mlflow.start_run(run_name=cfg.run_name, tags=tags) as active:
-        try:
-            cfg = _with_topk(cfg)
-            k_tags = budget.budget_tags(cfg)      # GBDT-topK's K may be known only now
-            tags.update(k_tags)
-            mlflow.set_tags(k_tags)
-            tracking.log_config(cfg, active.info.run_id, extra=k_tags)
-            logged = KINDS.get(cfg.method.estimator, fit_one)(cfg, experiment.load_data(cfg), tags)
-        except BaseException:
-            mlflow.end_run(status="FAILED")
-            raise
+    with tracking.managed_run(run_name=cfg.run_name, tags=tags) as active:
+        cfg = _with_topk(cfg)
+        k_tags = budget.budget_tags(cfg)      # GBDT-topK's K may be known only now
+        tags.update(k_tags)
+        mlflow.set_tags(k_tags)
+        tracking.log_config(cfg, active.info.run_id, extra=k_tags)
+        logged = KINDS.get(cfg.method.estimator, fit_one)(cfg, experiment.load_data(cfg), tags)
     if cfg.get("print_summary", True) and not _in_multirun():
         print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name, **row}
                             for row in logged.rows]))
@@ -178,8 +189,8 @@ def ui_hint(uri: str) -> str:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
-    metrics = run(cfg)
-    return metrics.get("val_auc")
+    with tracking.sigterm_as_interrupt():   # SIGTERM ends the runs KILLED, then exits with status 143
+        return run(cfg).get("val_auc")
 
 
 if __name__ == "__main__":

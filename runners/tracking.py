@@ -1,20 +1,40 @@
-"""MLflow plumbing of the harness: the store, the experiment, flattened params, batched curves.
+"""MLflow plumbing of the harness: the store, the experiment, flattened params, batched curves,
+and the life cycle of runs.
 
 The library never imports MLflow; everything MLflow lives here.  Metric names are the same
 for every method so runs compare side by side in the MLflow UI.
+
+No run is left RUNNING: :func:`managed_run` ends a run and the nested runs a failure left active
+(FINISHED, KILLED on an interrupt, FAILED on an error); :func:`sigterm_as_interrupt` turns SIGTERM
+(``kill``, a SLURM time limit) into the interrupt :class:`Terminated`; and since nothing survives
+SIGKILL, :func:`configure` marks FAILED the runs of this host's dead processes (every run carries
+its process in the tag ``worker``, :func:`worker_id`).
 """
 
 from __future__ import annotations
 
+import _thread
+import contextlib
+import logging
+import os
+import signal
+import socket
 import subprocess
+import sys
+import threading
 import time
-from collections.abc import Mapping
+import types
+from collections.abc import Iterator, Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
+from urllib.parse import urlparse
 
 import mlflow
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
+
+log = logging.getLogger(__name__)
 
 #: per-iteration curves logged by step (GT-GBM paper, Figure 2)
 CURVES = ("val_auc", "val_rmse", "root_variance", "elapsed_seconds")
@@ -29,13 +49,55 @@ def artifact_uri(location: str | None) -> str | None:
     return Path(location).expanduser().resolve().as_uri()
 
 
+#: MLflow's database stores: SQLAlchemy URLs, a driver may follow (``postgresql+psycopg2://``)
+DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+ACCEPTED_URIS = ("sqlite:///<file>, postgresql://..., mysql://..., mssql://... (SQLAlchemy URLs), "
+                 "http(s)://<host>:<port> (an MLflow tracking server) or databricks[://<profile>]")
+
+
+def check_uri(uri: object) -> None:
+    """Raise ``ValueError`` naming ``tracking.uri`` unless ``uri`` is a tracking store MLflow 3 opens:
+    :data:`DB_SCHEMES` (SQLite with a file), ``http(s)``, ``databricks``, the schemes of installed
+    tracking-store plugins, and the file store only with ``MLFLOW_ALLOW_FILE_STORE=true``.  (MLflow's
+    error for an unknown scheme says "Model registry functionality is unavailable".)"""
+    problem = _uri_problem(uri) if isinstance(uri, str) and uri else "it is empty"
+    if problem:
+        raise ValueError(f"tracking.uri={uri!r} is not an MLflow tracking store ({problem}); expected "
+                         f"{ACCEPTED_URIS}")
+
+
+def _uri_problem(uri: str) -> str | None:
+    parsed = urlparse(uri)
+    scheme = parsed.scheme.split("+")[0].lower()
+    if scheme == "sqlite":
+        return None if uri.startswith("sqlite:///") and len(uri) > len("sqlite:///") else \
+            "SQLite needs a file: sqlite:///relative.db or sqlite:////absolute.db"
+    if scheme in DB_SCHEMES or uri == "databricks" or scheme == "databricks":
+        return None
+    if scheme in ("http", "https"):
+        return None if parsed.netloc else "no host"
+    if scheme in ("", "file") or len(scheme) == 1:   # a path (a Windows drive letter looks like a scheme)
+        if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true"):
+            return None
+        return "MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE=true; use sqlite:///<file>"
+    if scheme in {ep.name for ep in entry_points(group="mlflow.tracking_store")}:
+        return None
+    return f"unknown scheme {parsed.scheme!r}"
+
+
 def init_store(uri: str, experiment: str, artifact_location: str | None = None) -> str:
     """Create (or migrate) the tracking store and the experiment; return the experiment id.
 
     A fresh SQLite store creates its schema on first use, and parallel first users race for it
     ("table _alembic_tmp_runs already exists"); so do two jobs creating the same experiment.
     Calling this once before parallel jobs start (the multirun callback does) avoids both.
+
+    Raises
+    ------
+    ValueError
+        If ``uri`` is not a tracking store (:func:`check_uri`).
     """
+    check_uri(uri)
     if uri.startswith("sqlite:///"):
         Path(uri[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
     client = MlflowClient(tracking_uri=uri)
@@ -52,11 +114,242 @@ def init_store(uri: str, experiment: str, artifact_location: str | None = None) 
 
 
 def configure(tracking: DictConfig | Mapping) -> str:
-    """Point MLflow at ``tracking.uri`` and select ``tracking.experiment``; return its id."""
+    """Point MLflow at ``tracking.uri`` and select ``tracking.experiment``; return its id.  Marks
+    FAILED the runs left RUNNING by dead processes of this host (:func:`fail_dead_runs`).
+
+    Raises
+    ------
+    ValueError
+        If ``tracking.uri`` is not a tracking store (:func:`check_uri`), before MLflow is touched.
+    """
+    exp_id = init_store(tracking.get("uri"), tracking["experiment"], tracking.get("artifact_location"))
     mlflow.set_tracking_uri(tracking["uri"])
-    exp_id = init_store(tracking["uri"], tracking["experiment"], tracking.get("artifact_location"))
     mlflow.set_experiment(experiment_id=exp_id)
+    fail_dead_runs(exp_id)
     return exp_id
+
+
+# ------------------------------------------------------------------------------- run life cycle
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received (``kill``, a SLURM time limit).  A ``KeyboardInterrupt`` so that Optuna
+    fails the running trial and re-raises it (it catches ``Exception`` and ``KeyboardInterrupt``),
+    ``except Exception`` does not swallow it, and runs end KILLED (:func:`run_status`)."""
+
+
+class _SigtermState:
+    """One :func:`sigterm_as_interrupt` block: its SIGTERM handler and its unraisable hook."""
+
+    def __init__(self, previous_hook):
+        self.previous_hook = previous_hook
+        self.received = False    # a SIGTERM arrived
+        self.redeliver = False   # its Terminated was dropped by Python: raise it again
+        self.deferred = 0        # depth of uninterrupted() blocks
+        self.pending = False     # a Terminated held back until they end
+        self.active = True
+
+    def handler(self, signum: int, frame: types.FrameType | None) -> None:
+        if self.received and not self.redeliver:
+            log.warning("SIGTERM received again while the runs are being closed: ignored")
+            return
+        self.received, self.redeliver = True, False
+        if self.deferred:
+            self.pending = True
+            return
+        raise Terminated("SIGTERM received")
+
+    def unraisable(self, info) -> None:
+        if not isinstance(info.exc_value, Terminated):
+            self.previous_hook(info)
+            return
+        # the handler ran inside a finalizer or a garbage-collector callback (seen in SQLAlchemy's),
+        # whose exceptions Python drops: the process would go on as if no SIGTERM had come.  Deliver
+        # it again from another thread, once that callback has returned.
+        self.redeliver = True
+        timer = threading.Timer(0.01, self._interrupt_main)
+        timer.daemon = True
+        timer.start()
+
+    def _interrupt_main(self) -> None:
+        if self.active:
+            _thread.interrupt_main(signal.SIGTERM)   # runs the handler in the main thread
+
+
+#: the state of the innermost active sigterm_as_interrupt block (uninterrupted() defers its signal)
+_STATE: _SigtermState | None = None
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Raise :class:`Terminated` on SIGTERM inside the block; exit with status 143 afterwards.
+
+    It unwinds the harness like Ctrl-C, every run being ended KILLED on the way; leaving the block
+    it becomes ``SystemExit(143)`` (128 + SIGTERM, as for a process the signal killed).  A second
+    SIGTERM while the runs are closed is ignored (SIGKILL remains, and :func:`fail_dead_runs`); a
+    :class:`Terminated` that Python dropped (raised in a finalizer) is raised again.  The previous
+    handler and ``sys.unraisablehook`` are restored.  A no-op outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    global _STATE
+    state, outer = _SigtermState(sys.unraisablehook), _STATE
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, state.handler)
+    sys.unraisablehook, _STATE = state.unraisable, state
+    try:
+        yield
+    except BaseException as err:
+        if not state.received:
+            raise
+        # also when closing the runs raised another error (its traceback is logged)
+        log.warning("terminated by SIGTERM: the open MLflow runs were ended KILLED; exiting with status 143",
+                    exc_info=not isinstance(err, Terminated))
+        raise SystemExit(128 + signal.SIGTERM) from err
+    finally:
+        state.active, _STATE = False, outer
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        sys.unraisablehook = state.previous_hook
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Hold the :class:`Terminated` of a SIGTERM arriving inside the block back until its end: in
+    ``mlflow.start_run``, between the run's creation and its activation, it left a RUNNING run
+    that nothing ended.  A no-op outside :func:`sigterm_as_interrupt`."""
+    state = _STATE
+    if state is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state.deferred += 1
+    try:
+        yield
+    finally:
+        state.deferred -= 1
+        if not state.deferred and state.pending:
+            state.pending = False
+            raise Terminated("SIGTERM received")
+
+
+def run_status(err: BaseException | None) -> str:
+    """The MLflow status of a run ended by ``err``: FINISHED without one, KILLED on an interrupt
+    (``KeyboardInterrupt``, :class:`Terminated`), FAILED otherwise."""
+    if err is None:
+        return "FINISHED"
+    return "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+
+
+def end_runs(status: str, down_to: str | None = None) -> None:
+    """End the active runs with ``status``, innermost first (a failure may leave a nested run
+    active), down to the run ``down_to`` included, or to the outermost one.  An outer run that is
+    not ``down_to`` (when that one was ended already) belongs to a caller: it is left alone."""
+    with uninterrupted():   # a SIGTERM meanwhile is raised once they are all ended
+        while (active := mlflow.active_run()) is not None:
+            outermost = "mlflow.parentRunId" not in active.data.tags
+            if down_to is not None and outermost and active.info.run_id != down_to:
+                break
+            mlflow.end_run(status=status)
+            if active.info.run_id == down_to or outermost:
+                break
+
+
+@contextlib.contextmanager
+def managed_run(**kwargs) -> Iterator[mlflow.ActiveRun]:
+    """``mlflow.start_run(**kwargs)`` ending the run, and the nested runs still active, on every
+    exit path: FINISHED, KILLED on an interrupt, FAILED on an error (:func:`run_status`); the
+    exception is re-raised.  (``with mlflow.start_run()`` ends a run FAILED on Ctrl-C, and only
+    the innermost run.)"""
+    active = None
+    try:
+        with uninterrupted():   # not between the run's creation and its activation
+            active = mlflow.start_run(**kwargs)
+        yield active
+    except BaseException as err:
+        if active is not None:
+            end_runs(run_status(err), down_to=active.info.run_id)
+        raise
+    end_runs("FINISHED", down_to=active.info.run_id)
+
+
+def worker_id() -> str:
+    """This process as the ``worker`` tag of its runs: ``host:pid:start``, ``start`` being its
+    start time in clock ticks since boot (Linux; it tells a reused pid apart), or ``host:pid``
+    where ``/proc`` is not available."""
+    pid = os.getpid()
+    start = _proc_stat(pid)
+    return f"{socket.gethostname()}:{pid}" + ("" if start is None else f":{start[1]}")
+
+
+def _proc_stat(pid: int) -> tuple[str, str] | None:
+    """``(state, start time)`` of process ``pid`` from ``/proc/<pid>/stat``, or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()   # the command name, in parentheses, may hold spaces
+    return fields[0], fields[19]                # fields 3 (state) and 22 (starttime) of proc(5)
+
+
+def _parse_worker(worker: str) -> tuple[str, int, str | None] | None:
+    parts = worker.split(":")
+    if len(parts) >= 3 and parts[-1].isdigit() and parts[-2].isdigit():
+        return ":".join(parts[:-2]), int(parts[-2]), parts[-1]
+    if len(parts) >= 2 and parts[-1].isdigit():
+        return ":".join(parts[:-1]), int(parts[-1]), None
+    return None
+
+
+def process_alive(worker: str | None) -> bool:
+    """Whether the process ``worker`` (``host:pid`` or ``host:pid:start``, :func:`worker_id`) may
+    still be running.
+
+    False only when it certainly is not: on this host, its pid is gone, a zombie, or a process
+    started at another time.  Another host's process, or an unparsable worker, counts as alive
+    (machines may share a store).  Without a start time (``host:pid``, no ``/proc``) a reused pid
+    passes for alive.  Hosts are told apart by name: containers sharing a host name but not a
+    PID namespace must not share a store.
+    """
+    parsed = _parse_worker(worker or "")
+    if parsed is None or parsed[0] != socket.gethostname():
+        return True
+    _, pid, start = parsed
+    try:
+        os.kill(pid, 0)   # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass   # it exists, under another user
+    now = _proc_stat(pid)
+    if now is None:
+        return True
+    return now[0] not in ("Z", "X") and (start is None or now[1] == start)
+
+
+def fail_dead_runs(exp_id: str) -> list[str]:
+    """Mark FAILED the RUNNING runs of experiment ``exp_id`` whose process (tag ``worker``) ran on
+    this host and died (:func:`process_alive`), with the tag ``terminated_reason``; return their ids.
+
+    A SIGKILLed process (the OOM killer, SLURM after its grace period) ends none of its runs.
+    Runs of other hosts, and runs without the tag, are never touched.
+    """
+    host = socket.gethostname()
+    client = MlflowClient()
+    like = f"{host}:%".replace("'", "")   # a host name holds no quote; the filter must not either
+    query = f"attributes.status = 'RUNNING' and tags.worker LIKE '{like}'"
+    try:
+        found = client.search_runs([exp_id], filter_string=query, max_results=1000)
+        dead = [r for r in found if not process_alive(r.data.tags.get("worker"))]
+        for r in dead:
+            pid = _parse_worker(r.data.tags["worker"])[1]
+            client.set_tag(r.info.run_id, "terminated_reason", f"process {pid} on {host} died")
+            client.set_terminated(r.info.run_id, "FAILED")
+    except mlflow.exceptions.MlflowException as err:   # housekeeping: never the reason a run fails
+        log.warning("could not look for MLflow runs left RUNNING by dead processes: %s", err)
+        return []
+    if dead:
+        log.warning("marked FAILED %d MLflow run(s) left RUNNING by dead processes of %s: %s", len(dead),
+                    host, ", ".join(r.info.run_id for r in dead))
+    return [r.info.run_id for r in dead]
 
 
 def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:

@@ -34,3 +34,191 @@ def open_optuna_storage(url: str, barrier, results) -> None:
         results.put("ok")
     except Exception as exc:          # noqa: BLE001 -- reported to the test, which names it
         results.put(f"{type(exc).__name__}: {exc}"[:200])
+
+
+def wait_for(predicate, what: str, timeout: float = 180.0, interval: float = 0.05):
+    """Poll ``predicate`` until it returns something truthy, which is returned; fail naming ``what``
+    after ``timeout`` seconds (generous: the tests must pass on a loaded machine)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        found = predicate()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
+
+
+def tune_argv(root: Path, overrides: list[str]) -> list[str]:
+    """The command line of a ``runners.tune`` process on the TINY data under ``root``."""
+    import sys
+
+    return [sys.executable, "-m", "runners.tune", f"paths.root_dir={root}", *TINY, "print_summary=false",
+            "tune.progress=false", *overrides]
+
+
+def init_stores(cfg) -> None:
+    """Create the MLflow store, its experiment and the Optuna storage of ``cfg`` as the multirun
+    callbacks do before parallel jobs start (parallel first users race for a fresh schema)."""
+    from runners.hydra_callbacks import InitMLflowStore, InitOptunaStorage
+
+    InitMLflowStore().on_multirun_start(cfg)
+    InitOptunaStorage().on_multirun_start(cfg)
+
+
+def tune_worker(root: str, overrides: list[str], barrier, results) -> None:
+    """Process target: compose the tune config, wait for the other workers, then run
+    ``runners.tune.run`` as ``python -m runners.tune`` would; put ("ok", metrics) or ("error", text)
+    on ``results``."""
+    import traceback
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="tune", overrides=[f"paths.root_dir={root}", *TINY, "print_summary=false",
+                                                     "tune.progress=false", *overrides])
+    from runners import tune
+
+    barrier.wait()
+    try:
+        results.put(("ok", tune.run(cfg)))
+    except BaseException:          # noqa: BLE001 -- reported to the test, which shows it
+        results.put(("error", traceback.format_exc()[-3000:]))
+
+
+def run_workers(root: Path, overrides: list[str], n: int = 4) -> list[dict]:
+    """``n`` processes (spawned, as joblib's loky and separate machines are) running the same tune
+    config, released together by a barrier once imported; return their metrics."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n), ctx.Queue()
+    procs = [ctx.Process(target=tune_worker, args=(str(root), overrides, barrier, results)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    try:
+        got = [results.get(timeout=600) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=120)
+            if p.is_alive():   # only after a failure above: do not leave it behind
+                p.kill()
+    errors = [text for status, text in got if status != "ok"]
+    assert not errors, errors[0]
+    return [metrics for _, metrics in got]
+
+
+def study_runs(uri: str, experiment: str = "gbfs"):
+    """The runs of the MLflow experiment by role (deleted ones are not searched)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    found = client.search_runs([exp.experiment_id], max_results=1000)
+    roles: dict[str, list] = {}
+    for r in found:
+        roles.setdefault(r.data.tags.get("role"), []).append(r)
+    return roles
+
+
+def check_shared_study(cfg, metrics: list[dict], n_trials: int, n_workers: int) -> None:
+    """What several workers on one study must leave: ``n_trials`` counted trials and none RUNNING,
+    one parent run holding every trial's run, one refit counting for GBDT-topK."""
+    import optuna
+    import pytest
+    from mlflow.tracking import MlflowClient
+    from optuna.trial import TrialState
+
+    from runners import tune
+    from runners.study import NOT_RUN
+
+    study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    trials = study.get_trials()
+    ran = [t for t in trials if NOT_RUN not in t.user_attrs]
+    assert tune.n_done(study) == n_trials
+    assert [t.state for t in ran] == [TrialState.COMPLETE] * n_trials   # no failure, no pruning here
+    assert not [t for t in trials if t.state == TrialState.RUNNING]
+    # the workers really shared the study: several of them ran its trials
+    assert len({t.user_attrs["worker"] for t in ran}) >= 2
+    roles = study_runs(cfg.tracking.uri)
+    (parent,) = roles["study"]
+    assert parent.info.status == "FINISHED" and parent.info.run_id == study.user_attrs["mlflow_run_id"]
+    assert int(parent.data.tags["n_invocations"]) >= 2
+    client = MlflowClient(tracking_uri=cfg.tracking.uri)
+    arts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert "config.yaml" in arts and len([a for a in arts if a.startswith("config-")]) == n_workers - 1
+    assert sorted(int(r.data.tags["trial_number"]) for r in roles["trial"]) == sorted(t.number for t in ran)
+    assert {r.data.tags["mlflow.parentRunId"] for r in roles["trial"]} == {parent.info.run_id}
+    (refit,) = roles["refit"]
+    assert refit.data.tags["counts_for_topk"] == "true" and refit.info.status == "FINISHED"
+    assert refit.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    (refitted,) = [m for m in metrics if "test_auc" in m]   # the refit's worker returns its metrics
+    best = max(ran, key=lambda t: t.value)
+    assert refitted["best_value"] == pytest.approx(best.value)
+    # the others return the best when they left the study to the workers still running trials
+    assert all(m.get("best_value", best.value) <= best.value for m in metrics)
+    assert float(refit.data.params["method.params.mu"]) == pytest.approx(best.params["mu"])
+
+
+def race(studies: list[tuple[str, str]], n_trials: int, n_workers: int = 6) -> list[list[int]]:
+    """Run :func:`race_worker` in ``n_workers`` spawned processes on ``studies`` (created here); check
+    that each study has exactly ``n_trials`` counted trials, none RUNNING, and every trial asked for
+    run by one worker or marked not run; return the trials each worker ran per study."""
+    import multiprocessing
+
+    import optuna
+    from optuna.trial import TrialState
+
+    from runners import study as study_module
+
+    for url, name in studies:
+        optuna.create_study(study_name=name, storage=study_module._storage(url))
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(n_workers), ctx.Queue()
+    procs = [ctx.Process(target=race_worker, args=(studies, n_trials, barrier, results))
+             for _ in range(n_workers)]
+    for p in procs:
+        p.start()
+    got = [results.get(timeout=600) for _ in procs]
+    for p in procs:
+        p.join(timeout=120)
+    assert all(status == "ok" for status, _ in got), got
+    for i, (url, name) in enumerate(studies):
+        study = optuna.load_study(study_name=name, storage=url)
+        assert study_module.n_done(study) == n_trials, [t.state for t in study.trials]
+        assert not study.get_trials(states=(TrialState.RUNNING,))
+        run_here = [t for t in study.trials if study_module.NOT_RUN not in t.user_attrs]
+        assert sum(ran[i] for _, ran in got) == len(run_here)
+    return [ran for _, ran in got]
+
+
+def race_worker(studies: list[tuple[str, str]], n_trials: int, barrier, results) -> None:
+    """Process target: on each study (storage URL, name) of ``studies`` in turn, once the other workers are
+    ready, run :func:`runners.study.run_trials` with an instant objective that fails below x = 0.2
+    and prunes below 0.3; put ("ok", [number of trials run per study]) or ("error", text) on
+    ``results``."""
+    import traceback
+
+    import optuna
+
+    from runners import study as study_module
+
+    def objective(trial):
+        x = trial.suggest_float("x", 0, 1)
+        if x < 0.2:
+            raise ValueError("a failing trial")
+        if x < 0.3:
+            raise optuna.TrialPruned()
+        return x
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    ran = []
+    try:
+        for url, name in studies:
+            study = optuna.load_study(study_name=name, storage=study_module._storage(url),
+                                      sampler=optuna.samplers.RandomSampler())
+            barrier.wait()
+            ran.append(study_module.run_trials(study, objective, n_trials))
+        results.put(("ok", ran))
+    except BaseException:          # noqa: BLE001 -- reported to the test, which shows it
+        results.put(("error", traceback.format_exc()[-3000:]))

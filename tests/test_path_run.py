@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 from harness_utils import TINY, compose_cfg
@@ -12,6 +13,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 
 from gbfs import load_model
+from runners import experiment, tracking
 from runners import run as run_module
 from runners.hydra_callbacks import PrintComparison
 
@@ -92,3 +94,17 @@ def test_format_table_shows_budget_and_given_columns():
     assert lines[2] == "| agbm | d | 5 | goss | 0.9123 | - | 5 | - |"
     assert lines[3] == "| gbdt_full | d | - | - | - | - | - | 1.3 |"
     assert run_module.format_table([]).count("\n") == 1     # the header only
+
+
+def test_an_interrupt_in_a_budget_run_ends_it_and_the_path_killed(tmp_path, monkeypatch):
+    """SIGTERM (runners.tracking.Terminated) while a budget's nested run logs: neither that run nor
+    the path's run is left RUNNING, and both say KILLED, not FAILED."""
+    def interrupted(*args, **kwargs):
+        raise tracking.Terminated("SIGTERM received")
+    monkeypatch.setattr(experiment, "log_outcome", interrupted)
+    with pytest.raises(tracking.Terminated):
+        run_module.run(compose_cfg(tmp_path, PATH))
+    _, runs = _runs(tmp_path)
+    assert sorted((r.data.tags["role"], r.info.status) for r in runs) == [("budget", "KILLED"),
+                                                                         ("path", "KILLED")]
+    assert mlflow.active_run() is None

@@ -245,36 +245,6 @@ def test_parallel_tuning_multirun_on_fresh_stores(tmp_path):
     assert res.stdout.count("| gisette_like |") == 4           # one row per refit, not per trial
 
 
-@pytest.fixture
-def mlflow_server(tmp_path):
-    """A real `mlflow server` on 127.0.0.1 (SQLite backend, proxied artifacts)."""
-    import socket
-    import time
-    import urllib.request
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1",
-                             "--port", str(port), "--backend-store-uri", f"sqlite:///{tmp_path}/server.db",
-                             "--artifacts-destination", str(tmp_path / "server-artifacts"), "--workers", "1"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                if urllib.request.urlopen(url + "/health", timeout=1).read() == b"OK":
-                    break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail("mlflow server did not start")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 def test_run_logs_to_a_remote_tracking_server(tmp_path, mlflow_server):
     cfg = compose_cfg(tmp_path, [*TINY, "method=gbfs", "tracking=remote", f"tracking.uri={mlflow_server}"])
     metrics = run_module.run(cfg)
@@ -284,3 +254,99 @@ def test_run_logs_to_a_remote_tracking_server(tmp_path, mlflow_server):
     assert {"model.json", "selected_features.json"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
     assert not (tmp_path / "mlflow.db").exists()          # nothing went to the local store
     assert run_module.ui_hint(mlflow_server).endswith(f"open {mlflow_server}")
+
+
+# ------------------------------------------------------------------ errors naming the config key
+
+@pytest.mark.parametrize("uri, problem", [
+    ("garbage://x", "unknown scheme 'garbage'"), ("sqlite://", "SQLite needs a file"),
+    ("http://", "no host"), ("file:///tmp/mlruns", "file store"), ("mlruns", "file store"), ("", "empty")])
+def test_a_bad_tracking_uri_names_the_key_before_any_run(tmp_path, uri, problem):
+    cfg = compose_cfg(tmp_path, [*TINY, f"tracking.uri={uri}"])
+    with pytest.raises(ValueError, match=rf"tracking.uri=.*{problem}.*expected sqlite:///<file>, postgresql"):
+        run_module.run(cfg)
+    assert mlflow.active_run() is None and not list(tmp_path.iterdir())   # no store, no run
+    # a multirun stops before its jobs (Hydra would turn a ValueError of a callback into a warning)
+    from runners.hydra_callbacks import InitMLflowStore
+
+    with pytest.raises(SystemExit, match="tracking.uri"):
+        InitMLflowStore().on_multirun_start(cfg)
+
+
+def test_the_tracking_stores_mlflow_opens_are_accepted(monkeypatch):
+    from runners import tracking
+
+    for uri in ("sqlite:///mlflow.db", "sqlite:////abs/mlflow.db", "postgresql://u@db/mlflow",
+                "postgresql+psycopg2://u@db:5432/mlflow", "mysql+pymysql://u@db/m", "mssql://u@db/m",
+                "http://127.0.0.1:5000", "https://mlflow.example.org", "databricks", "databricks://profile"):
+        tracking.check_uri(uri)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")    # MLflow 3's opt-in to its file store
+    tracking.check_uri("file:///tmp/mlruns")
+
+
+@pytest.mark.parametrize("override, message", [
+    ("dataset.scale=abc", r"dataset.scale must be a positive number.*got 'abc'"),
+    ("dataset.scale=0", r"dataset.scale must be a positive number.*got 0"),
+    ("dataset.val_fraction=1.5", r"dataset.val_fraction must be a number in \(0, 1\).*got 1.5"),
+    ("dataset.val_fraction=null", r"dataset.val_fraction .* got None"),
+    ("seed=-1", r"seed must be a non-negative integer; got -1"),
+    ("seed=1.5", r"seed must be a non-negative integer; got 1.5")])
+def test_a_bad_dataset_setting_names_the_key_before_any_run(tmp_path, override, message):
+    with pytest.raises(ValueError, match=message):
+        run_module.run(compose_cfg(tmp_path, [*TINY, override]))
+    with pytest.raises(ValueError, match=message):                   # tuning too
+        run_module.run(compose_cfg(tmp_path, [*TINY, override, "tune=optuna"]))
+    assert not list(tmp_path.iterdir())                               # no MLflow store, no Optuna study
+
+
+def test_real_data_scale_is_a_share_of_its_rows(tmp_path):
+    from runners import experiment
+
+    with pytest.raises(ValueError, match=r"dataset.scale must be in \(0, 1\], the share of the real data"):
+        experiment.check_dataset(compose_cfg(tmp_path, ["dataset=gisette", "dataset.scale=2"]))
+    experiment.check_dataset(compose_cfg(tmp_path, ["dataset=gisette_like", "dataset.scale=2"]))
+
+
+# ------------------------------------------------------------------------- the SLURM launcher
+
+def test_slurm_launcher_composes_with_the_plugins_settings_and_ours(tmp_path):
+    cfg = compose_cfg(tmp_path, ["hydra/launcher=slurm", "hydra.launcher.partition=cpu"], hydra_cfg=True)
+    launcher = cfg.hydra.launcher
+    assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
+    assert launcher.partition == "cpu" and launcher.timeout_min == 240       # ours over the plugin's
+    assert launcher.signal_delay_s == 120 and "submitit_folder" in launcher   # the plugin's own settings
+    from runners.hydra_callbacks import check_launcher
+
+    check_launcher(launcher)                           # installed here (the test extra): no error
+
+
+def test_a_missing_launcher_plugin_names_the_extra(tmp_path, monkeypatch):
+    from runners.hydra_callbacks import CheckLauncher
+
+    cfg = compose_cfg(tmp_path, ["hydra/launcher=slurm"], hydra_cfg=True)
+    monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_submitit_launcher.submitit_launcher", None)
+    with pytest.raises(SystemExit, match=r'needs hydra-submitit-launcher .* pip install -e "\.\[slurm\]"'):
+        CheckLauncher().on_multirun_start(cfg)
+
+
+# a process without the submitit plugin: None in sys.modules makes every import of it fail, and
+# Hydra's plugin scan skips it, as if hydra-submitit-launcher were not installed
+WITHOUT_SUBMITIT = """
+import runpy, sys
+plugin = "hydra_plugins.hydra_submitit_launcher"
+for name in ("submitit", plugin, plugin + ".config", plugin + ".submitit_launcher"):
+    sys.modules[name] = None
+sys.argv = ["runners.run", *sys.argv[1:]]
+runpy.run_module("runners.run", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_slurm_multirun_without_the_plugin_says_which_extra_to_install(tmp_path):
+    env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-c", WITHOUT_SUBMITIT, "-m", "hydra/launcher=slurm", *TINY,
+                          "method=agbm,gbfs"], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1
+    # composed (no "Could not load 'hydra/launcher/submitit_slurm'"), then stopped by CheckLauncher
+    assert 'hydra-submitit-launcher' in res.stderr and 'pip install -e ".[slurm]"' in res.stderr, res.stderr
+    assert "Could not load" not in res.stderr
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "outputs").exists()   # no job ran

@@ -4,7 +4,6 @@ tmp_path (a fit takes ~0.1 s here, so each study is a few seconds)."""
 from __future__ import annotations
 
 import math
-import os
 import socket
 import subprocess
 import warnings
@@ -19,6 +18,7 @@ from omegaconf import open_dict
 from optuna.trial import TrialState
 
 from runners import budget, experiment, run, tune
+from runners import trial as trial_module
 
 CONF = str(Path(__file__).parents[1] / "conf")
 TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_scale=0.02", "method=agbm",
@@ -114,7 +114,10 @@ def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, mo
     (parent,) = runs(cfg, "tags.role = 'study'")   # the second invocation reused the first's run
     client = MlflowClient()
     # a killed process leaves its trial RUNNING, its MLflow trial run and the study's run too
+    dead = subprocess.Popen(["true"])
+    dead.wait()
     killed = load(cfg).ask()
+    killed.set_user_attr("worker", f"{socket.gethostname()}:{dead.pid}")
     orphan_run = client.create_run(parent.info.experiment_id)
     killed.set_user_attr("mlflow_run_id", orphan_run.info.run_id)
     killed.set_user_attr("mlflow_parent_run_id", parent.info.run_id)
@@ -222,25 +225,43 @@ def _failing_fit(numbers):
     return fit
 
 
-def test_failed_trials_are_recorded_not_fatal(tmp_path, monkeypatch):
+def test_failed_trials_are_recorded_not_fatal_and_do_not_use_up_the_budget(tmp_path, monkeypatch):
     monkeypatch.setattr(experiment, "fit_evaluate", _failing_fit({1}))
     cfg = make_cfg(tmp_path, "tune.n_trials=3")
     metrics = tune.run(cfg)
-    assert [t.state for t in load(cfg).trials][1] == TrialState.FAIL
+    study = load(cfg)
+    # the failed trial's slot is run again: 3 trials count, as tune.n_trials asks
+    assert [t.state == TrialState.FAIL for t in study.trials] == [False, True, False, False]
+    assert tune.n_done(study) == 3 and metrics["n_trials_fail"] == 1
+    assert study.trials[1].user_attrs["error"] == "ValueError: bad parameter combination"
     parent, trials, (refit,) = children(cfg)
     assert trials[1].info.status == "FAILED" and trials[1].data.tags["trial_state"] == "FAIL"
     assert "bad parameter combination" in trials[1].data.tags["error"]
-    assert {trials[n].info.status for n in (0, 2)} <= {"FINISHED", "KILLED"}
+    assert {trials[n].info.status for n in (0, 2, 3)} <= {"FINISHED", "KILLED"}
     assert "test_auc" in metrics and refit.info.status == "FINISHED" and parent.info.status == "FINISHED"
 
 
-def test_all_trials_failed_raises_and_fails_the_study_run(tmp_path, monkeypatch):
+def test_all_trials_failed_says_how_to_go_on_and_a_rerun_runs_n_trials(tmp_path, monkeypatch):
+    """A study whose every trial failed is not stuck: the error quotes the first failure and says that
+    rerunning runs n_trials new trials, which it does once the cause is fixed."""
     monkeypatch.setattr(experiment, "fit_evaluate", _failing_fit({0, 1}))
     cfg = make_cfg(tmp_path, "tune.n_trials=2")
-    with pytest.raises(RuntimeError, match="no trial completed"):
+    with pytest.raises(RuntimeError) as raised:
         tune.run(cfg)
+    message = str(raised.value)
+    assert "no trial completed" in message
+    assert "the first failure, trial 0: ValueError: bad parameter combination" in message
+    assert "run the same command again, which runs 2 new trials" in message
+    assert [t.state for t in load(cfg).trials] == [TrialState.FAIL] * 2   # it gave up: no endless retries
     assert runs(cfg, "tags.role = 'study'")[0].info.status == "FAILED"
     assert mlflow.active_run() is None
+    monkeypatch.undo()   # the cause fixed
+    metrics = tune.run(cfg)
+    study = load(cfg)
+    assert [t.state == TrialState.FAIL for t in study.trials] == [True, True, False, False]
+    assert tune.n_done(study) == 2 and "test_auc" in metrics
+    (parent,) = runs(cfg, "tags.role = 'study'")
+    assert parent.info.status == "FINISHED"
 
 
 @pytest.mark.parametrize("mode", ["penalty", "constraint"])
@@ -325,7 +346,7 @@ def test_best_trial_skips_trials_over_the_budget():
 
 def test_optuna_4_learns_the_budget_through_constraints_func(tmp_path, monkeypatch):
     """Optuna 4 has no Trial.set_constraint: the sampler's constraints_func reads the feature count."""
-    monkeypatch.setattr(tune, "_trials_set_constraints", lambda: False)
+    monkeypatch.setattr(trial_module, "trials_set_constraints", lambda: False)
     cfg = make_cfg(tmp_path, "tune.objective=val_auc_budget", "tune.feature_budget=8",
                    "tune.budget_mode=constraint")
     with warnings.catch_warnings():
@@ -349,34 +370,38 @@ def test_objective_value():
         tune.objective_value(0.9, 14, {**tune_cfg, "objective": "test_auc"})
 
 
-@pytest.mark.parametrize("override, match", [
-    ("method.search_space.mu.type=uniform", "search_space.mu: unknown type"),
-    ("+method.search_space.depth={type:int,low:2}", "search_space.depth: int parameters need"),
+@pytest.mark.parametrize("overrides, match", [
+    ("method.search_space.mu.type=uniform", r"^method\.search_space\.mu\.type: unknown type 'uniform'"),
+    ("+method.search_space.max_depth={type:int,low:2}",
+     r"^method\.search_space\.max_depth\.high must be a finite number, got None"),
     ("+method.search_space.depth={type:int,low:2,high:6}", "depth"),   # not in method.params
+    ("method.search_space.mu.low=0.5",
+     r"^method\.search_space\.mu\.low \(0\.5\) is above method\.search_space\.mu\.high \(0\.1\)"),
+    ("method.search_space.mu.low=0", r"^method\.search_space\.mu\.low must be positive with log: true"),
+    ("method.search_space.mu.low=abc", r"^method\.search_space\.mu\.low must be a finite number, got 'abc'"),
+    ("method.search_space.mu.log=maybe", r"^method\.search_space\.mu\.log must be true or false"),
+    ("+method.search_space.mu.step=0.1", r"^method\.search_space\.mu: unknown keys \['step'\] for type"),
+    ("+method.search_space.max_depth={type:int,low:2.5,high:6}",
+     r"^method\.search_space\.max_depth\.low must be an integer for type int, got 2\.5"),
+    ("+method.search_space.max_depth={type:categorical,choices:[]}",
+     r"^method\.search_space\.max_depth\.choices must be a non-empty list"),
+    ("+method.search_space.max_depth=4", r"^method\.search_space\.max_depth must be a mapping"),
+    ("sampler=mvs sampler.search_space.subsample.high=2 sampler.search_space.subsample.low=3",
+     r"^sampler\.search_space\.subsample\.low \(3\) is above"),
     ("tune=off", "tune=optuna"),
     ("tune.storage=null", "SQLAlchemy URL"),
     ("tune.budget_mode=soft", "tune.budget_mode"),
     ("tune.budget_mode=hard", "tune.budget_mode=hard needs tune.feature_budget"),
     ("tune.timeout=0", "tune.timeout"),
     ("tune.n_trials=0", "tune.n_trials"),
+    ("tune.n_trials=true", "tune.n_trials"),
     ("tune.objective=val_auc_budget", "tune.feature_budget"),
 ])
-def test_bad_settings_raise_before_any_run(tmp_path, override, match):
-    cfg = make_cfg(tmp_path, override, config="tune")
+def test_bad_settings_raise_before_any_trial_or_run(tmp_path, overrides, match):
+    cfg = make_cfg(tmp_path, *overrides.split(), config="tune")
     with pytest.raises(ValueError, match=match):
         tune.run(cfg)
-    assert not (tmp_path / "mlflow.db").exists()
-
-
-def test_only_trials_of_dead_local_processes_count_as_interrupted():
-    dead = subprocess.Popen(["true"])
-    dead.wait()
-    host = socket.gethostname()
-    assert tune._maybe_alive("another-host:123")   # a worker of a shared study elsewhere: left alone
-    assert tune._maybe_alive(f"{host}:{os.getppid()}")
-    assert not tune._maybe_alive(f"{host}:{dead.pid}")
-    assert not tune._maybe_alive(f"{host}:{os.getpid()}")   # an earlier study of this very process
-    assert not tune._maybe_alive(None)   # a trial asked for outside runners.tune
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()
 
 
 def test_sampler_search_space_is_tuned_with_the_method(tmp_path):

@@ -1,0 +1,197 @@
+"""One tuning trial of :mod:`runners.tune`: the score it maximises and its nested MLflow run.
+
+:class:`Objective` samples the parameters (:func:`runners.search_space.suggest`), fits with
+pruning on the per-iteration validation score (:class:`PruningCallback`) and logs a nested run
+(``role=trial``, ``trial_state``) whose final metrics follow its ``val_auc`` curve, so MLflow's
+latest ``val_auc`` is the trial's model's.  The test split is never evaluated here.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+
+import mlflow
+import optuna
+from omegaconf import DictConfig
+from optuna.trial import FrozenTrial
+
+from gbfs.callbacks import CallbackEnv
+from gbfs.data import Dataset
+from runners import budget, experiment, tracking
+from runners.search_space import suggest
+from runners.study import ERROR
+
+OBJECTIVES = ("val_auc", "val_auc_budget")
+BUDGET_MODES = ("penalty", "constraint", budget.HARD)
+#: the MLflow status of a trial's nested run, by Optuna state
+RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
+TRIAL_METRICS = ("val_auc", "val_rmse", "n_selected_features", "fit_seconds")
+
+
+def constrained(tune: DictConfig | Mapping) -> bool:
+    """Whether the feature budget is a hard constraint (``objective: val_auc_budget`` with
+    ``budget_mode: constraint``) rather than a penalty."""
+    mode = tune.get("budget_mode") or "penalty"
+    if mode not in BUDGET_MODES:
+        raise ValueError(f"tune.budget_mode must be one of {BUDGET_MODES}, got {mode!r}")
+    return tune["objective"] == "val_auc_budget" and mode == "constraint"
+
+
+def objective_value(val_auc: float, n_features: float, tune: DictConfig | Mapping) -> float:
+    """The score a trial maximises.
+
+    Parameters
+    ----------
+    val_auc : float
+        Validation AUC.
+    n_features : float
+        Number of features the model uses.
+    tune : mapping
+        ``objective`` ("val_auc" or "val_auc_budget"), ``feature_budget``, ``budget_penalty``,
+        ``budget_mode`` ("penalty", the default, or "constraint").
+
+    Returns
+    -------
+    float
+        ``val_auc``, less ``budget_penalty`` per feature over ``feature_budget`` with
+        ``objective: val_auc_budget`` in ``budget_mode: penalty``; in ``budget_mode: constraint``
+        the budget is a constraint (:func:`budget_excess`), not part of the score.
+    """
+    if tune["objective"] == "val_auc":
+        return float(val_auc)
+    if tune["objective"] == "val_auc_budget":
+        if tune.get("feature_budget") is None:
+            raise ValueError("tune.objective=val_auc_budget needs tune.feature_budget (a number of features)")
+        if constrained(tune):
+            return float(val_auc)
+        return float(val_auc) - float(tune["budget_penalty"]) * budget_excess(n_features, tune)
+    raise ValueError(f"tune.objective must be one of {OBJECTIVES}, got {tune['objective']!r}")
+
+
+def budget_excess(n_features: float, tune: DictConfig | Mapping) -> float:
+    """Features over ``tune.feature_budget`` (0 within it)."""
+    return max(0.0, float(n_features) - float(tune["feature_budget"]))
+
+
+def feasible(trial: FrozenTrial, tune: DictConfig | Mapping) -> bool:
+    """Whether ``trial`` may be the study's best: always, unless the budget is a constraint and the
+    trial's model used more than ``tune.feature_budget`` features (judged with the current budget,
+    so a resumed study with another budget picks its best by that one; so does a hard budget)."""
+    if not (constrained(tune) or budget.is_hard(tune)):
+        return True
+    n = trial.user_attrs.get("n_selected_features")
+    return n is not None and budget_excess(n, tune) == 0
+
+
+def trials_set_constraints() -> bool:
+    """Whether a trial sets its own constraint (Optuna >= 5; Optuna 4 only has ``constraints_func``)."""
+    return hasattr(optuna.trial.Trial, "set_constraint")
+
+
+class PruningCallback:
+    """A gbfs callback reporting the trial's score after every iteration; raises
+    ``optuna.TrialPruned`` when the pruner says so (the exception ends ``fit``)."""
+
+    def __init__(self, trial: optuna.Trial, tune: DictConfig):
+        self.trial, self.tune = trial, tune
+        self.reset()
+
+    def reset(self) -> None:
+        self.history: list[dict] = []
+
+    def __call__(self, env: CallbackEnv) -> None:
+        self.history = env.history   # kept so a pruned trial still logs its curve
+        auc = env.record.get("val_auc")
+        if auc is None or not math.isfinite(auc):
+            return
+        self.trial.report(objective_value(auc, env.record.get("n_features_used", 0), self.tune),
+                          step=env.iteration)
+        if self.trial.should_prune():
+            raise optuna.TrialPruned(f"pruned at iteration {env.iteration}")
+
+
+class Objective:
+    """One trial: sample the parameters, fit with pruning on train (validation as eval set), log a
+    nested MLflow run under the study's; return the score.  The test split is never evaluated.
+
+    The trial's run is ended on every exit path (FINISHED, KILLED when pruned, FAILED with the error
+    as ``tags.error``); the exception goes on to :func:`runners.study.run_trials`, which tells Optuna.
+    """
+
+    def __init__(self, cfg: DictConfig, ds: Dataset, tags: dict[str, str], parent_id: str):
+        self.cfg, self.ds, self.tags, self.parent_id = cfg, ds, tags, parent_id
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        active = mlflow.start_run(nested=True, run_name=f"trial-{trial.number}",
+                                  tags={**self.tags, "trial_number": str(trial.number)})
+        run_id = active.info.run_id
+        pruning, t0 = PruningCallback(trial, self.cfg.tune), time.perf_counter()
+        state, metrics, history = "FAIL", {}, []
+        try:
+            # so that a rerun can close the run if this process dies
+            trial.set_user_attr("mlflow_run_id", run_id)
+            trial.set_user_attr("mlflow_parent_run_id", self.parent_id)
+            overrides = suggest(trial, experiment.search_space(self.cfg.method, self.cfg.get("sampler")))
+            mlflow.log_params({f"method.params.{k}": v for k, v in overrides.items()})
+            params = experiment.method_params(self.cfg.method, overrides, sampler=self.cfg.get("sampler"))
+            out = experiment.fit_evaluate(self.cfg, self.ds, params, callbacks=[pruning], evaluate_test=False)
+            metrics = {k: out.metrics[k] for k in TRIAL_METRICS}
+            value = objective_value(metrics["val_auc"], metrics["n_selected_features"], self.cfg.tune)
+            if not math.isfinite(value):   # Optuna would fail the trial: say why, in its run too
+                raise ValueError(f"the objective is {value} (val_auc {metrics['val_auc']})")
+            metrics["objective"] = value
+            record(trial, metrics, self.cfg.tune)
+            state, history = "COMPLETE", out.history
+            return value
+        except optuna.TrialPruned:
+            # a pruned trial counts for TPE too: record how many features it had reached
+            metrics = _partial_metrics(pruning.history, time.perf_counter() - t0)
+            record(trial, metrics, self.cfg.tune)
+            state, history = "PRUNED", pruning.history
+            raise
+        except BaseException as err:
+            message = f"{type(err).__name__}: {err}"[:5000]
+            mlflow.set_tag("error", message)
+            trial.set_user_attr(ERROR, message)
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+                trial.set_user_attr("interrupted", True)
+            raise
+        finally:
+            if state == "FAIL":
+                history = pruning.history
+                metrics = _partial_metrics(history, time.perf_counter() - t0)
+            _end_trial_run(run_id, state, metrics, history, self.cfg.tune)
+
+
+def record(trial: optuna.Trial, metrics: Mapping, tune: DictConfig) -> None:
+    """Keep the trial's validation AUC and feature count in Optuna; in constraint mode also its
+    constraint (features over the budget; > 0 is infeasible), which TPE learns from."""
+    n = metrics.get("n_selected_features")
+    for key in ("val_auc", "n_selected_features"):
+        if metrics.get(key) is not None:
+            trial.set_user_attr(key, metrics[key])
+    if constrained(tune) and n is not None and trials_set_constraints():
+        trial.set_constraint("feature_budget", float(n) - float(tune.feature_budget))
+
+
+def _partial_metrics(history: list[dict], seconds: float) -> dict[str, float]:
+    """The metrics of a trial stopped before the end (pruned or failed): its last iteration."""
+    last = history[-1] if history else {}
+    return {"val_auc": last.get("val_auc"), "val_rmse": last.get("val_rmse"),
+            "n_selected_features": last.get("n_features_used"), "fit_seconds": seconds}
+
+
+def _end_trial_run(run_id: str, state: str, metrics: dict, history: list[dict], tune: DictConfig) -> None:
+    try:
+        tracking.log_curves(run_id, history, keys=("val_auc",))
+        # after the curve (as experiment.log_outcome does), so MLflow's latest val_auc is the
+        # trial's model's, not its last iteration's
+        tracking.log_metrics(run_id, metrics, step=len(history))
+        mlflow.set_tag("trial_state", state)
+        n = metrics.get("n_selected_features")
+        if constrained(tune) and n is not None:
+            mlflow.set_tag("feasible", str(budget_excess(n, tune) == 0).lower())
+    finally:   # always end it, or the next trial's run would nest under this one
+        mlflow.end_run(status=RUN_STATUS[state])
