@@ -178,6 +178,7 @@ def test_one_worker_tunes_on_postgresql(tmp_path, databases):
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()
 
 
+@pytest.mark.slow   # the race test below covers the claims in the default suite
 def test_four_workers_on_one_postgresql_study_run_exactly_n_trials(tmp_path, databases):
     overrides = ["tune.n_trials=8", "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1", *databases]
     cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, *overrides])
