@@ -137,13 +137,28 @@ class Terminated(KeyboardInterrupt):
     ``except Exception`` does not swallow it, and runs end KILLED (:func:`run_status`)."""
 
 
+#: modules in whose code a Terminated is held back (retried every 20 ms): raised there it left a
+#: store transaction open, so that closing the runs failed with "database is locked", or a run
+#: created but never made active (and so never ended)
+HELD_IN = ("sqlalchemy.", "sqlite3", "alembic.", "psycopg2", "pymysql", "mlflow.store.",
+           "mlflow.tracking.fluent", "optuna.storages.")
+
+
+def _in_held_code(frame: types.FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith(HELD_IN):
+            return True
+        frame = frame.f_back
+    return False
+
+
 class _SigtermState:
     """One :func:`sigterm_as_interrupt` block: its SIGTERM handler and its unraisable hook."""
 
     def __init__(self, previous_hook):
         self.previous_hook = previous_hook
         self.received = False    # a SIGTERM arrived
-        self.redeliver = False   # its Terminated was dropped by Python: raise it again
+        self.redeliver = False   # the next call retries it: not a second SIGTERM
         self.deferred = 0        # depth of uninterrupted() blocks
         self.pending = False     # a Terminated held back until they end
         self.active = True
@@ -154,25 +169,26 @@ class _SigtermState:
             return
         self.received, self.redeliver = True, False
         if self.deferred:
-            self.pending = True
-            return
-        raise Terminated("SIGTERM received")
+            self.pending = True   # raised when the uninterrupted() block ends
+        elif _in_held_code(frame):
+            self._retry()
+        else:
+            raise Terminated("SIGTERM received")
 
     def unraisable(self, info) -> None:
         if not isinstance(info.exc_value, Terminated):
             self.previous_hook(info)
             return
-        # the handler ran inside a finalizer or a garbage-collector callback (seen in SQLAlchemy's),
-        # whose exceptions Python drops: the process would go on as if no SIGTERM had come.  Deliver
-        # it again from another thread, once that callback has returned.
+        # raised in a finalizer or a garbage-collector callback (seen in SQLAlchemy's), whose
+        # exceptions Python drops: the process would go on as if no SIGTERM had come
+        self._retry()
+
+    def _retry(self) -> None:
+        """Run the handler again in the main thread in 20 ms, from a timer thread."""
         self.redeliver = True
-        timer = threading.Timer(0.01, self._interrupt_main)
+        timer = threading.Timer(0.02, lambda: self.active and _thread.interrupt_main(signal.SIGTERM))
         timer.daemon = True
         timer.start()
-
-    def _interrupt_main(self) -> None:
-        if self.active:
-            _thread.interrupt_main(signal.SIGTERM)   # runs the handler in the main thread
 
 
 #: the state of the innermost active sigterm_as_interrupt block (uninterrupted() defers its signal)
@@ -184,10 +200,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """Raise :class:`Terminated` on SIGTERM inside the block; exit with status 143 afterwards.
 
     It unwinds the harness like Ctrl-C, every run being ended KILLED on the way; leaving the block
-    it becomes ``SystemExit(143)`` (128 + SIGTERM, as for a process the signal killed).  A second
-    SIGTERM while the runs are closed is ignored (SIGKILL remains, and :func:`fail_dead_runs`); a
-    :class:`Terminated` that Python dropped (raised in a finalizer) is raised again.  The previous
-    handler and ``sys.unraisablehook`` are restored.  A no-op outside the main thread.
+    it becomes ``SystemExit(143)`` (128 + SIGTERM, as for a process the signal killed).  It is held
+    back in database code (:data:`HELD_IN`) and raised again if Python dropped it (in a finalizer);
+    a second SIGTERM while the runs are closed is ignored (SIGKILL remains, and
+    :func:`fail_dead_runs`).  The previous handler and ``sys.unraisablehook`` are restored.  A no-op
+    outside the main thread.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -202,6 +219,8 @@ def sigterm_as_interrupt() -> Iterator[None]:
     except BaseException as err:
         if not state.received:
             raise
+        with contextlib.suppress(mlflow.exceptions.MlflowException):
+            end_runs("KILLED")   # any run an interrupted step left active
         # also when closing the runs raised another error (its traceback is logged)
         log.warning("terminated by SIGTERM: the open MLflow runs were ended KILLED; exiting with status 143",
                     exc_info=not isinstance(err, Terminated))
@@ -232,8 +251,7 @@ def uninterrupted() -> Iterator[None]:
 
 
 def run_status(err: BaseException | None) -> str:
-    """The MLflow status of a run ended by ``err``: FINISHED without one, KILLED on an interrupt
-    (``KeyboardInterrupt``, :class:`Terminated`), FAILED otherwise."""
+    """A run's end status: FINISHED without ``err``, KILLED on an interrupt, FAILED on an error."""
     if err is None:
         return "FINISHED"
     return "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
