@@ -17,7 +17,7 @@ PARAM_DOC = """
         ``mu``, costs and bags do not apply).
         With ``criterion="newton"`` the A-GBM divisor is the Newton counterpart of SSE_root,
         ``sum w g^2/h - G^2/(H + lambda)`` over the root's rows, the largest gain any split of
-        the tree can reach (:func:`gbfs.boosting.gain_normaliser`), so normalised gains stay in
+        the tree can reach (:func:`gbfs.normaliser.gain_normaliser`), so normalised gains stay in
         [0, 1] at every node of every tree and are invariant to the scale of ``y``.
     mu : float, default=0.01
         Penalty for using a new feature (or bag); 0 gives plain gradient boosting.

@@ -19,6 +19,7 @@ from . import validation as V
 from ._types import MAX_BINS
 from .boosting import BoostingParams
 from .grower import GrowthParams
+from .methods import METHODS
 from .refit import IMPORTANCE_TYPES
 
 _GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
@@ -47,11 +48,12 @@ def check_params(est, warn: bool = True) -> BoostingParams:
     Errors name the parameter.  ``warn=False`` leaves out the warnings about arguments the chosen
     method or sampler ignores (a loaded model file was warned about when it was fitted).
     """
-    method = V.check_choice("method", est.method, V.METHODS)
+    method = V.check_choice("method", est.method, tuple(METHODS))
     mu = V.check_real("mu", est.mu, low=0.0)
-    if method in ("agbm", "gtgbm") and mu > 1.0:
-        raise ValueError(f"mu must be in [0, 1] for method={method!r} (normalised gains are at "
-                         f"most 1), got {est.mu!r}")
+    max_mu = METHODS[method].max_mu
+    if max_mu is not None and mu > max_mu:
+        raise ValueError(f"mu must be in [0, {max_mu:g}] for method={method!r} (normalised gains are "
+                         f"at most 1), got {est.mu!r}")
     scope = _group_test_params(est, method, warn)
     _selection_params(est, method)
     growth = GrowthParams(
@@ -84,8 +86,8 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         criterion=V.check_choice("criterion", est.criterion, V.CRITERIA),
         leaf_estimate=V.check_choice("leaf_estimate", est.leaf_estimate, V.LEAF_ESTIMATES),
         growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
-        stop_when_full=bool(est.refit) and method != "topk",
-        selection_patience=est.selection_patience if method != "topk" else None)
+        stop_when_full=bool(est.refit) and not METHODS[method].ranks,
+        selection_patience=None if METHODS[method].ranks else est.selection_patience)
 
 def _selection_params(est, method) -> None:
     V.check_int("max_features", est.max_features, 1, allow_none=True)
@@ -93,13 +95,14 @@ def _selection_params(est, method) -> None:
         raise TypeError(f"refit must be a bool, got {est.refit!r} ({type(est.refit).__name__})")
     V.check_int("selection_patience", est.selection_patience, 1, allow_none=True)
     V.check_choice("importance_type", est.importance_type, IMPORTANCE_TYPES)
-    if method == "topk" and est.max_features is None:
-        raise ValueError("method='topk' needs max_features (its K, the number of features kept)")
-    if est.selection_patience is not None and not est.refit and method != "topk":
+    ranks = METHODS[method].ranks
+    if ranks and est.max_features is None:
+        raise ValueError(f"method={method!r} needs max_features (its K, the number of features kept)")
+    if est.selection_patience is not None and not est.refit and not ranks:
         raise ValueError("selection_patience only applies with refit=True (it ends the selection "
                          "fit, whose trees a refit replaces)")
-    if method == "topk" and (est.feature_costs is not None or est.feature_bags is not None):
-        raise ValueError("feature_costs and feature_bags do not apply to method='topk' (it ranks "
+    if ranks and (est.feature_costs is not None or est.feature_bags is not None):
+        raise ValueError(f"feature_costs and feature_bags do not apply to method={method!r} (it ranks "
                          "features by importance, no penalty); use gbfs, agbm or gtgbm")
 
 def _group_test_params(est, method, warn) -> str:
@@ -110,7 +113,7 @@ def _group_test_params(est, method, warn) -> str:
     scope = V.check_choice("group_test_scope", est.group_test_scope, V.GROUP_TEST_SCOPES)
     V.check_int("group_test_rows", est.group_test_rows, 2, allow_none=True)
     V.check_int("max_precompute_bytes", est.max_precompute_bytes, 1)
-    if method != "gtgbm":
+    if not METHODS[method].group_tests:
         defaults = inspect.signature(type(est).__init__).parameters  # one source of the defaults
         changed = [k for k in _GROUP_TEST_PARAMS if getattr(est, k) != defaults[k].default]
         if changed and warn:

@@ -26,6 +26,7 @@ from .binning import BinMapper
 from .boosting import BoostingParams, boost
 from .callbacks import early_stopping
 from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
+from .methods import METHODS
 from .penalty import FeatureUsage
 from .refit import IMPORTANCE_TYPES, importances, refit, top_k
 from .tree import PackedEnsemble
@@ -187,7 +188,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         if self.max_features is not None and self.max_features >= n_units:
             V.warn_user(f"max_features={self.max_features} is at least the number of "
                         f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
-        pl = self._group_test_plan(*X.shape) if params.method == "gtgbm" else None
+        pl = self._group_test_plan(*X.shape) if METHODS[params.method].group_tests else None
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with numba_threads(self.n_threads):
             t0 = time.perf_counter()
@@ -214,7 +215,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self._reset_fitted()
         for k, v in prep.inputs.items():
             setattr(self, k, v)
-        d, seed, topk = prep.X_binned.shape[1], prep.seed, params.method == "topk"
+        d, seed, topk = prep.X_binned.shape[1], prep.seed, METHODS[params.method].ranks
         self._bin_mapper = prep.bin_mapper
         with numba_threads(self.n_threads):
             t2 = time.perf_counter()
@@ -258,16 +259,19 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         fit), with no budget and no early end of the selection.
         """
         params = self._validate_params() if params is None else params
-        plain = plain or params.method == "topk"
+        plain = plain or METHODS[params.method].ranks
         usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(self.mu), prep.costs, prep.bags,
                              None if plain else self.max_features)
         if plain:
             params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
+        search = None
+        if not plain and prep.tester is not None:
+            search = METHODS[params.method].feature_search(prep.tester, params.group_test_scope,
+                                                           params.group_test_rows,
+                                                           np.random.default_rng([prep.seed, 2]))
         with numba_threads(self.n_threads):
             result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
-                           model=self, group_tester=None if plain else prep.tester,
-                           rng=np.random.default_rng([prep.seed, 2]),
-                           sample_rng=np.random.default_rng([prep.seed, 3]))
+                           model=self, search=search, sample_rng=np.random.default_rng([prep.seed, 3]))
         return result, usage
 
     def _reset_fitted(self) -> None:

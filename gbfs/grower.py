@@ -23,8 +23,9 @@ import numpy as np
 from numba import njit
 
 from ._types import MISSING_BIN, N_BINS, ROW_DTYPE
+from .feature_search import FeatureSearch
 from .histogram import build_histogram, build_histogram_features, gather, new_histogram
-from .penalty import FeatureUsage
+from .penalty import Usage
 from .splitting import (
     build_and_scan,
     build_and_scan_serial,
@@ -125,25 +126,13 @@ class TreeGrower:
     bin_mapper : BinMapper
         Gives the number of bins per feature and the raw thresholds.
     params : GrowthParams
-    group_tester : GroupTester or None
-        GT-GBM (Algorithm 2): each node searches only Omega and the candidate set C found by
-        group tests instead of every feature.
-    group_test_scope : {"node", "tree"}
-        ``"node"``: group tests at every node (the paper); ``"tree"``: once per tree at the root,
-        every node of the tree then searches Omega u C (our extension).
-    group_test_rows : int or None
-        Group tests of a node with more rows use a uniform sample of this many of them (drawn
-        from ``rng``); the candidates are still evaluated exactly on all rows.  None: all rows.
-    rng : numpy Generator, required with ``group_test_rows``
+    search : FeatureSearch or None
+        Which features each node scans (:mod:`gbfs.feature_search`): every feature (None, the
+        default), or GT-GBM's Omega and group-test candidates per node or per tree.
     """
 
-    def __init__(self, X_binned, bin_mapper, params: GrowthParams, group_tester=None,
-                 group_test_scope: str = "node", group_test_rows: int | None = None, rng=None):
-        self.group_tester = group_tester
-        self.group_test_scope = group_test_scope
-        self.group_test_rows = group_test_rows
-        self._rng = rng
-        self._tree_candidates = None
+    def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
+        self.search = FeatureSearch() if search is None else search
         self.X_binned = X_binned
         self.bin_mapper = bin_mapper
         self.n_bins = bin_mapper.n_bins_non_missing_
@@ -191,25 +180,29 @@ class TreeGrower:
         self._free_hists.clear()
         self._n_hists = 0
 
-    def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: FeatureUsage,
-             norm: float, hw_is_one: bool = False) -> GrownTree:
+    def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: Usage,
+             norm: float, hw_is_one: bool = False, X_binned: np.ndarray | None = None) -> GrownTree:
         """Grow a tree on ``rows``.
 
         Parameters
         ----------
         rows : ndarray of int32
-            Training rows used for this tree (sorted).
+            Rows of ``X_binned`` used for this tree (sorted).
         rw, hw : ndarray of float64, shape (n_rows,)
             Per-row weighted residual ``w_i r_i`` and second channel (``w_i`` for the
             SSE criterion, ``w_i h_i`` for Newton); only entries in ``rows`` are read.
-        usage : FeatureUsage
-            Omega; updated in place as splits use new features.
+        usage : Usage
+            Omega (:mod:`gbfs.penalty`); updated in place as splits use new features.
         norm : float
             Divisor of the gain: 1 (GBFS) or SSE_root (A-GBM).
         hw_is_one : bool
             ``hw`` is 1 for every row (SSE criterion, unit weights): the histogram kernels then
             skip the second channel and copy the count into it.
+        X_binned : ndarray of uint8, Fortran-ordered, optional
+            The matrix of this tree (default: the grower's): a compact copy of a row sample has
+            fewer rows but the same columns, and ``rows`` then index the copy.
         """
+        self._X = self.X_binned if X_binned is None else X_binned
         self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
         self._h_is_count = hw_is_one
         p = self.params
@@ -219,16 +212,13 @@ class TreeGrower:
         partition = np.array(rows, dtype=ROW_DTYPE)
         self._partition = partition
         # the root reads columns directly when it holds every row in order (no sampler)
-        self._all_rows = n == self.X_binned.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
+        self._all_rows = n == self._X.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
         root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
-        self._tree_candidates = None
-        if self.group_tester is not None and self.group_test_scope == "tree" and self._splittable(root) \
-                and not usage.full:
-            self._tree_candidates = self._group_test(root, *self._gathered(root))
+        self.search.begin_tree(self, root, usage)
         pending, done = [], []
-        if self._splittable(root):
+        if self.splittable(root):
             self._search(root)
             pending.append(root)
         else:
@@ -256,7 +246,7 @@ class TreeGrower:
                          np.array([nd.end for nd in leaves], dtype=np.int64))
 
     # -- helpers ---------------------------------------------------------------------------------
-    def _splittable(self, node) -> bool:
+    def splittable(self, node) -> bool:
         p = self.params
         if p.max_depth is not None and node.depth >= p.max_depth:
             return False
@@ -267,20 +257,20 @@ class TreeGrower:
         p = self.params
         if p.max_depth is not None and node.depth + 1 >= p.max_depth:
             return False  # its children are leaves
-        if self.group_tester is not None and self.group_test_scope == "node":
-            return False  # each child searches its own candidate set: nothing to subtract from
+        if self.search.per_node:
+            return False  # each child searches its own feature set: nothing to subtract from
         if node.count < max(self._min_count + p.min_samples_leaf, p.subtraction_min_rows):
             return False
         return self._can_keep()
 
-    def _gathered(self, node):
+    def gathered(self, node):
         """The node's rows and their residual / second channel in row order.
 
         For a root holding every training row in order the kernels get an empty row array and
         the full vectors (no gather, no indirection).
         """
         h_empty = self._no_h if self._h_is_count else None
-        if node.count == self.X_binned.shape[0] and node.start == 0 and self._all_rows:
+        if node.count == self._X.shape[0] and node.start == 0 and self._all_rows:
             return self._no_rows, self._rw, self._hw if h_empty is None else h_empty
         rows = self._partition[node.start:node.end]
         r_ord = self._r_ord[:node.count]
@@ -293,8 +283,8 @@ class TreeGrower:
 
     def _alloc_split_arrays(self, node) -> None:
         d = self.n_features
-        # GT-GBM or a full budget searches a subset: the other features stay at -inf (never chosen)
-        restricted = self.group_tester is not None or self._usage.full
+        # a restricted search or a full budget scans a subset: the others stay at -inf (never chosen)
+        restricted = self.search.restricted or self._usage.full
         node.gain = np.full(d, -np.inf) if restricted else np.empty(d)
         node.bin = np.empty(d, dtype=np.int32)
         node.missing_left = np.empty(d, dtype=np.bool_)
@@ -306,9 +296,9 @@ class TreeGrower:
         self._alloc_split_arrays(node)
         if keep:
             node.hist = self._get_hist()
-        rows, r_ord, h_ord = self._gathered(node)
+        rows, r_ord, h_ord = self.gathered(node)
         if features is None:
-            features = self._features_for(node, rows, r_ord, h_ord)
+            features = self.search.node_features(self, node, self._usage, rows, r_ord, h_ord)
         node.searched = features
         self._build_and_scan(node, rows, r_ord, h_ord, features, keep)
         self._score(node)
@@ -317,72 +307,30 @@ class TreeGrower:
         p = self.params
         hist = node.hist if keep else self._dummy_hist
         if node.count * features.shape[0] <= SERIAL_WORK:
-            build_and_scan_serial(self.X_binned, rows, r_ord, h_ord, features, keep, hist, self.n_bins,
+            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.n_bins,
                                   node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf),
                                   p.min_child_weight, p.reg_lambda, node.gain, node.bin, node.missing_left,
                                   node.left_sums)
             return
-        build_and_scan(self.X_binned, rows, r_ord, h_ord, features,
+        build_and_scan(self._X, rows, r_ord, h_ord, features,
                        max(1, min(self._n_chunks, features.shape[0])), keep, hist, self.n_bins, node.sum_g,
                        node.sum_h, float(node.count), float(p.min_samples_leaf), p.min_child_weight,
                        p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
 
-    # -- GT-GBM (Algorithm 2) ----------------------------------------------------------------------
-    def _group_test(self, node, rows, r_ord, h_ord) -> np.ndarray:
-        """Candidate set C of ``node`` (Algorithm 2, lines 2-10)."""
-        p = self.params
-        cap = self.group_test_rows
-        if cap is None or node.count <= cap:
-            return self.group_tester.candidates(rows, r_ord, h_ord, node.sum_g, node.sum_h, node.count,
-                                                p.min_samples_leaf, p.min_child_weight, p.reg_lambda)
-        # a uniform row sample, sorted so that the kernels read the columns in order
-        pick = np.sort(self._rng.choice(node.count, cap, replace=False))
-        rows_s = rows[pick] if rows.shape[0] else pick.astype(ROW_DTYPE)
-        r_s = r_ord[pick]
-        h_s = h_ord[pick] if h_ord.shape[0] else h_ord
-        sum_h = float(np.sum(h_s)) if h_s.shape[0] else float(cap)
-        # a leaf of min_samples_leaf rows holds about that fraction of the sample
-        msl = max(1.0, p.min_samples_leaf * cap / node.count)
-        return self.group_tester.candidates(rows_s, r_s, h_s, float(np.sum(r_s)), sum_h, cap, msl,
-                                            p.min_child_weight * cap / node.count, p.reg_lambda)
-
-    def _features_for(self, node, rows, r_ord, h_ord) -> np.ndarray:
-        """Features a node searches: all of them, Omega once the budget is full, or for GT-GBM
-        Omega u C (lines 1 and 11)."""
-        allowed = self._usage.allowed_features()
-        if allowed is not None:
-            return allowed
-        if self.group_tester is None:
-            return self.features
-        if self.group_test_scope == "tree" and self._tree_candidates is not None:
-            cand = self._tree_candidates
-        else:
-            cand = self._group_test(node, rows, r_ord, h_ord)
-        return np.union1d(self._usage.free_features(), cand)
-
-    def _wanted_features(self):
-        """Tree scope: the set a child will search (known without its rows); else None."""
-        allowed = self._usage.allowed_features()
-        if allowed is not None:
-            return allowed
-        if self.group_tester is None:
-            return self.features
-        if self.group_test_scope == "tree" and self._tree_candidates is not None:
-            return np.union1d(self._usage.free_features(), self._tree_candidates)
-        return None
-
+    # -- pending nodes ---------------------------------------------------------------------------
     def _complete(self, node) -> None:
-        """GT-GBM: evaluate a pending node on the features that joined Omega after its search.
+        """A restricted search (GT-GBM): evaluate a pending node on the features that joined Omega
+        after its search.
 
         Algorithm 2 checks every used feature at the split (line 1); best-first growth scores a
         node before its siblings' splits add features to Omega, so those are added here.
         """
-        if self.group_tester is None or node.searched is None:
+        if not self.search.completes or node.searched is None:
             return
         missing = np.setdiff1d(self._usage.free_features(), node.searched, assume_unique=True)
         if missing.size == 0:
             return
-        rows, r_ord, h_ord = self._gathered(node)
+        rows, r_ord, h_ord = self.gathered(node)
         self._build_and_scan(node, rows, r_ord, h_ord, missing, False)
         node.searched = np.union1d(node.searched, missing)
         self._release(node)  # its kept histogram lacks the new features: children build from rows
@@ -411,7 +359,7 @@ class TreeGrower:
         f = node.feature
         b = int(node.bin[f])
         ml = bool(node.missing_left[f])
-        n_left = split_partition(self._partition, node.start, node.end, self.X_binned[:, f], b, ml,
+        n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml,
                                  self._buffer)
         lg, lh, lc = node.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"
@@ -429,27 +377,27 @@ class TreeGrower:
     def _search_children(self, parent, left, right) -> None:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
-        wanted = self._wanted_features() if parent.hist is not None else None
+        wanted = self.search.child_features(self, self._usage) if parent.hist is not None else None
         if wanted is not None and wanted is not self.features and parent.searched is not self.features \
                 and not np.all(np.isin(wanted, parent.searched, assume_unique=True)):
             wanted = None  # GT-GBM tree scope: Omega grew beyond the parent's histogram
-        if wanted is not None and self._splittable(large):
+        if wanted is not None and self.splittable(large):
             # the smaller child's histogram must exist in full for the subtraction
-            if self._splittable(small):
+            if self.splittable(small):
                 self._search(small, keep=True, features=wanted)
             else:
                 small.hist = self._get_hist()
-                rows, r_ord, h_ord = self._gathered(small)
+                rows, r_ord, h_ord = self.gathered(small)
                 if wanted is self.features:
-                    build_histogram(self.X_binned, rows, r_ord, h_ord, small.hist)
+                    build_histogram(self._X, rows, r_ord, h_ord, small.hist)
                 else:
-                    build_histogram_features(self.X_binned, rows, r_ord, h_ord, wanted, small.hist)
+                    build_histogram_features(self._X, rows, r_ord, h_ord, wanted, small.hist)
             parent_hist, parent.hist = parent.hist, None
             self._search_by_subtraction(large, parent_hist, small.hist, wanted)
-            if not (self._splittable(small) and self._keep_hist(small)):
+            if not (self.splittable(small) and self._keep_hist(small)):
                 self._release(small)
             return
         self._release(parent)
         for child in (small, large):
-            if self._splittable(child):
+            if self.splittable(child):
                 self._search(child)

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.special import expit
 
 
 @njit(cache=True)
@@ -73,7 +74,7 @@ class LogisticLoss:
 
     @staticmethod
     def inverse_link(raw: np.ndarray) -> np.ndarray:
-        return 1.0 / (1.0 + np.exp(-raw))
+        return expit(raw)  # no overflow warning for large negative scores
 
 
 class SquaredLoss:

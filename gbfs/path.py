@@ -43,6 +43,7 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 
 from . import validation as V
+from .methods import METHODS
 from .metrics import roc_auc
 from .penalty import FeatureUsage
 
@@ -287,7 +288,7 @@ class _Unpenalised:
         root = result.trees[0] if result.trees else None
         split = root is not None and root.feature[0] >= 0
         # the smallest mu at which the first tree's root, and so every tree, cannot split
-        divisor = 1.0 if template.method == "gbfs" else (h[0]["gain_normaliser"] if split else 1.0)
+        divisor = METHODS[template.method].divisor(h[0]["gain_normaliser"]) if split else 1.0
         self.mu_max = float(root.gain[0] / divisor) if split else 0.0
         # the mu = 0 selection fit with a patience would have ended where Omega first stalled
         n_used = len(usage.order)
@@ -345,8 +346,8 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
                              importance_type=source.split("-")[1])
         else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
             model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=search.patience,
-                             **({"method": "agbm"} if source == "unpenalised" and estimator.method == "gtgbm"
-                                else {}))
+                             **({"method": "agbm"} if source == "unpenalised"
+                                and METHODS[estimator.method].group_tests else {}))
         t0 = time.perf_counter()
         with warnings.catch_warnings():  # GT-GBM's settings are moot for the other methods
             warnings.simplefilter("ignore", UserWarning)

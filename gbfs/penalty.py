@@ -11,11 +11,41 @@ every unused one is priced at ``+inf``, so no split may use it, and the split se
 it altogether (:meth:`FeatureUsage.allowed_features`).  Below the budget mu still prices first
 uses.  Because the budget changes the penalty vector, filling it bumps ``version`` like any new
 use, which makes the grower re-score every pending leaf.
+
+Omega is a small protocol (:class:`Usage`) the grower reads and updates; :class:`FeatureUsage` is
+the single-task set, :class:`~gbfs.multitask_usage.MultitaskUsage` the multitask pair
+(Omega_G, Omega_t) of the GT-GBM paper's Eq. 2.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import numpy as np
+
+
+class Usage(Protocol):
+    """What the tree grower needs of Omega.
+
+    ``penalty()`` prices each feature's next split (0 for a free one, ``+inf`` for one a full
+    budget forbids); ``version`` changes whenever that vector does (pending leaves are then
+    re-scored); ``free_features()`` are the features every node scans in GT-GBM (those with no
+    first-use charge left to pay for the ensemble); ``allowed_features()`` the only ones a split
+    may still use (None: all); ``mark_used(j)`` records a split on ``j``.
+    """
+
+    version: int
+
+    @property
+    def full(self) -> bool: ...
+
+    def penalty(self) -> np.ndarray: ...
+
+    def free_features(self) -> np.ndarray: ...
+
+    def allowed_features(self) -> np.ndarray | None: ...
+
+    def mark_used(self, feature: int) -> bool: ...
 
 
 class FeatureUsage:

@@ -17,7 +17,6 @@ from sklearn.utils.validation import column_or_1d
 
 from ._types import MAX_TARGET_SCALE
 
-METHODS = ("gbfs", "agbm", "gtgbm", "topk")
 GROUP_TEST_SCOPES = ("node", "tree")
 CRITERIA = ("sse", "newton")
 LEAF_ESTIMATES = ("mean", "newton")

@@ -176,7 +176,7 @@ def _route(tree, Xb):
                                 dict(sampler="goss", criterion="newton", leaf_estimate="newton")])
 def test_compact_copy_of_the_sample_grows_the_same_tree(data, kw, monkeypatch):
     """Small samples are grown on a gathered copy of their rows; the full-matrix path is the reference."""
-    import gbfs.boosting as B
+    import gbfs.tree_step as B
 
     compact = _fit(data, **kw)
     monkeypatch.setattr(B, "COMPACT_MAX_FRACTION", 0.0)

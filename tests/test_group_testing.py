@@ -27,6 +27,7 @@ from sklearn.exceptions import NotFittedError
 from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs import group_testing as gt
 from gbfs.binning import BinMapper
+from gbfs.feature_search import group_tests
 from gbfs.data.synthetic import make_figure1_regression
 from gbfs.grower import GrowthParams, TreeGrower
 from gbfs.penalty import FeatureUsage
@@ -366,12 +367,12 @@ def test_all_features_in_omega_gives_the_agbm_tree(scope, case):
     for extra in HIST_MODES:
         params = dataclasses.replace(base, **extra)
         ref = TreeGrower(Xb, mapper, params).grow(rows, rw, hw, usage(True), norm, hw_is_one=unit)
-        grown = TreeGrower(Xb, mapper, params, tester, scope).grow(rows, rw, hw, usage(True), norm,
+        grown = TreeGrower(Xb, mapper, params, group_tests(tester, scope)).grow(rows, rw, hw, usage(True), norm,
                                                                    hw_is_one=unit)
         tree = _assert_same_tree(grown, ref)
     assert tree.n_leaves == 12
     # not vacuous: starting from an empty Omega the same tester grows another tree
-    other = TreeGrower(Xb, mapper, base, tester, scope).grow(rows, rw, hw, usage(False), norm, hw_is_one=unit)
+    other = TreeGrower(Xb, mapper, base, group_tests(tester, scope)).grow(rows, rw, hw, usage(False), norm, hw_is_one=unit)
     t_other = other.builder.build(np.zeros(len(other.builder.cols["feature"])))
     assert t_other.n_nodes != tree.n_nodes or not np.array_equal(t_other.feature, tree.feature)
 
@@ -602,7 +603,7 @@ def test_group_test_rows_samples_the_rows_of_large_nodes():
 
     tester.candidates = recording
     params = GrowthParams(max_leaves=10, min_samples_leaf=10)
-    grower = TreeGrower(Xb, mapper, params, tester, "node", group_test_rows=150, rng=np.random.default_rng(0))
+    grower = TreeGrower(Xb, mapper, params, group_tests(tester, "node", 150, np.random.default_rng(0)))
     tree = grower.grow(np.arange(n, dtype=np.int32), rw, hw, FeatureUsage(d, 0.01), naive.sse(rw),
                        hw_is_one=True)
     assert tree.leaf_ids.shape[0] == 10
@@ -665,7 +666,7 @@ def _grow_logged(Xb, mapper, rw, hw, tester, scope, params, mu, norm, bags=None,
     usage = FeatureUsage(d, mu, bags=bags)
     for f in pre_used:
         usage.mark_used(f)
-    grower = TreeGrower(Xb, mapper, params, tester, scope)
+    grower = TreeGrower(Xb, mapper, params, group_tests(tester, scope))
     if not complete:  # the best-first grower without the refresh of pending nodes on new features
         grower._complete = lambda node: None
     log = []
@@ -832,7 +833,7 @@ def test_one_used_bag_of_all_features_gives_the_agbm_tree(scope):
 
     norm = naive.sse(rw)
     ref = TreeGrower(Xb, mapper, params).grow(rows, rw, hw, usage(), norm, hw_is_one=True)
-    grown = TreeGrower(Xb, mapper, params, tester, scope).grow(rows, rw, hw, usage(), norm, hw_is_one=True)
+    grown = TreeGrower(Xb, mapper, params, group_tests(tester, scope)).grow(rows, rw, hw, usage(), norm, hw_is_one=True)
     assert _assert_same_tree(grown, ref).n_leaves == 10
 
 

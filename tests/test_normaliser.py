@@ -1,4 +1,4 @@
-"""A-GBM's divisor of the gain in both criteria (:func:`gbfs.boosting.gain_normaliser`).
+"""A-GBM's divisor of the gain in both criteria (:func:`gbfs.normaliser.gain_normaliser`).
 
 ``N = sum w g^2/h - G^2/(H + lambda)``: SSE_root for the first-order criterion, its Newton
 counterpart with hessians.  Every split gain of every tree is at most ``N``, so normalised gains lie
@@ -14,7 +14,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 
 from gbfs import GBFSClassifier, GBFSRegressor
-from gbfs.boosting import gain_normaliser
+from gbfs.normaliser import gain_normaliser
 
 
 def _set_partitions(items):
