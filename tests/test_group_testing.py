@@ -27,8 +27,8 @@ from sklearn.exceptions import NotFittedError
 from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs import group_testing as gt
 from gbfs.binning import BinMapper
-from gbfs.feature_search import group_tests
 from gbfs.data.synthetic import make_figure1_regression
+from gbfs.feature_search import group_tests
 from gbfs.grower import GrowthParams, TreeGrower
 from gbfs.penalty import FeatureUsage
 from gbfs.tree import Tree
@@ -367,12 +367,13 @@ def test_all_features_in_omega_gives_the_agbm_tree(scope, case):
     for extra in HIST_MODES:
         params = dataclasses.replace(base, **extra)
         ref = TreeGrower(Xb, mapper, params).grow(rows, rw, hw, usage(True), norm, hw_is_one=unit)
-        grown = TreeGrower(Xb, mapper, params, group_tests(tester, scope)).grow(rows, rw, hw, usage(True), norm,
-                                                                   hw_is_one=unit)
+        search = group_tests(tester, scope)
+        grown = TreeGrower(Xb, mapper, params, search).grow(rows, rw, hw, usage(True), norm, hw_is_one=unit)
         tree = _assert_same_tree(grown, ref)
     assert tree.n_leaves == 12
     # not vacuous: starting from an empty Omega the same tester grows another tree
-    other = TreeGrower(Xb, mapper, base, group_tests(tester, scope)).grow(rows, rw, hw, usage(False), norm, hw_is_one=unit)
+    other = TreeGrower(Xb, mapper, base, group_tests(tester, scope)).grow(rows, rw, hw, usage(False), norm,
+                                                                          hw_is_one=unit)
     t_other = other.builder.build(np.zeros(len(other.builder.cols["feature"])))
     assert t_other.n_nodes != tree.n_nodes or not np.array_equal(t_other.feature, tree.feature)
 
@@ -833,7 +834,8 @@ def test_one_used_bag_of_all_features_gives_the_agbm_tree(scope):
 
     norm = naive.sse(rw)
     ref = TreeGrower(Xb, mapper, params).grow(rows, rw, hw, usage(), norm, hw_is_one=True)
-    grown = TreeGrower(Xb, mapper, params, group_tests(tester, scope)).grow(rows, rw, hw, usage(), norm, hw_is_one=True)
+    grown = TreeGrower(Xb, mapper, params, group_tests(tester, scope)).grow(rows, rw, hw, usage(), norm,
+                                                                            hw_is_one=True)
     assert _assert_same_tree(grown, ref).n_leaves == 10
 
 
