@@ -113,3 +113,15 @@ PARAM_DOC = """
         a larger machine predicts anywhere (with a warning, unless the value came from the model
         file, whose thread count is ignored as LightGBM ignores it).
 """
+
+MULTITASK_PARAM_DOC = PARAM_DOC.replace(
+    """    mu : float, default=0.01
+        Penalty for using a new feature (or bag); 0 gives plain gradient boosting.
+""", """    mu : float, default=0.01
+        ``mu_G`` of Eq. 2 (GT-GBM paper): the penalty of a feature (or bag) no task uses yet.
+        0 selects each task's features independently.
+    mu_task : float, default=0.01
+        ``mu_t`` of Eq. 2: the penalty of a feature the task's own trees do not use yet (charged
+        on top of ``mu`` for a feature no task uses).  0 gives GroupSparse: one feature set for
+        all tasks.  With ``method="agbm"``/``"gtgbm"``, ``mu + mu_task <= 1``.
+""")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from sklearn.metrics import average_precision_score
 
 
 @njit(cache=True)
@@ -42,3 +43,24 @@ def rmse(y: np.ndarray, pred: np.ndarray) -> float:
 def log_loss(y: np.ndarray, proba: np.ndarray) -> float:
     p = np.clip(proba, 1e-15, 1 - 1e-15)
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
+
+
+def average_precision(y: np.ndarray, score: np.ndarray) -> float:
+    """Area under the precision-recall curve as average precision (scikit-learn's step-wise sum,
+    no interpolation); NaN without a positive label."""
+    y = np.asarray(y, dtype=np.float64)
+    if not np.any(y > 0.5):
+        return float("nan")
+    return float(average_precision_score(y > 0.5, score))
+
+
+def task_weighted(values, sizes) -> float:
+    """The multitask "Total" of the GT-GBM paper (Figures 4-5): the tasks' metrics averaged with
+    weights proportional to their numbers of rows; tasks whose metric is undefined (NaN, e.g. an
+    AUC on one class) are left out.  NaN if every task's is."""
+    v = np.asarray(values, dtype=np.float64)
+    w = np.asarray(sizes, dtype=np.float64)
+    ok = np.isfinite(v) & (w > 0)
+    if not np.any(ok):
+        return float("nan")
+    return float(np.dot(v[ok], w[ok]) / w[ok].sum())
