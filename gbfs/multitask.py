@@ -219,7 +219,8 @@ class _MultitaskBase(_GBFSBase):
     def _set_selection(self) -> None:
         order = _first_use(self._trees)
         self.selected_features_ = np.asarray(order, dtype=np.int64)
-        self.selected_features_per_task_ = [np.asarray(_first_use(tr), dtype=np.int64) for tr in self._task_trees]
+        self.selected_features_per_task_ = [np.asarray(_first_use(tr), dtype=np.int64)
+                                            for tr in self._task_trees]
         self.n_features_selected_ = len(order)
         self.feature_importances_ = importances(self._trees, self.n_features_in_, self.importance_type)
         names = getattr(self, "feature_names_in_", None)
@@ -256,7 +257,8 @@ class _MultitaskBase(_GBFSBase):
 _base_signature = inspect.signature(_GBFSBase.__init__)
 _names = list(_base_signature.parameters)
 _params = list(_base_signature.parameters.values())
-_params.insert(_names.index("mu") + 1, inspect.Parameter("mu_task", inspect.Parameter.KEYWORD_ONLY, default=0.01))
+_params.insert(_names.index("mu") + 1,
+               inspect.Parameter("mu_task", inspect.Parameter.KEYWORD_ONLY, default=0.01))
 # scikit-learn's get_params/clone read the parameters from the signature of __init__
 _MultitaskBase.__init__.__signature__ = _base_signature.replace(parameters=_params)
 
