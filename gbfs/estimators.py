@@ -26,6 +26,7 @@ from .binning import BinMapper
 from .boosting import BoostingParams, boost
 from .callbacks import early_stopping
 from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
+from .loss import LOSSES
 from .methods import METHODS
 from .penalty import FeatureUsage
 from .refit import IMPORTANCE_TYPES, importances, refit, top_k
@@ -378,7 +379,7 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
 
     def predict_proba(self, X):
         """Probabilities of ``classes_[0]`` and ``classes_[1]``, shape (n_samples, 2)."""
-        p = 1.0 / (1.0 + np.exp(-self._raw_predict(X)))
+        p = LOSSES[self._loss].inverse_link(self._raw_predict(X))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X):
