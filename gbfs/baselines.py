@@ -20,10 +20,7 @@ score, which equals ``var(y)``).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
-from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
@@ -32,16 +29,15 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from . import envelope
 from . import validation as V
-from .boosting import HESSIAN_FLOOR, gain_normaliser
 from .callbacks import CallbackEnv, EarlyStopException, early_stopping
 from .metrics import log_loss, roc_auc
-from .model_io import _canonical, _params_json
+from .model_io import _params_json
+from .normaliser import HESSIAN_FLOOR, gain_normaliser
 
 KINDS = ("full", "topk", "cegb")
 IMPORTANCE_TYPES = ("split", "gain")  # LightGBM's names for Booster.feature_importance
-FORMAT = "gbfs-lightgbm-baseline"
-FORMAT_VERSION = 1
 
 # LightGBM parameters the estimator sets itself (canonical name -> what to use instead); any alias
 # of them in lgb_params is refused, since LightGBM would silently pick one of the two values
@@ -81,7 +77,7 @@ def _first_use_order(booster: lgb.Booster) -> list:
 
 
 def _normaliser(y: np.ndarray, p: np.ndarray, reg_lambda: float) -> float:
-    """A-GBM's Newton normaliser of the next tree (:func:`gbfs.boosting.gain_normaliser`) from the
+    """A-GBM's Newton normaliser of the next tree (:func:`gbfs.normaliser.gain_normaliser`) from the
     probabilities ``p``: residuals ``y - p``, hessians ``p (1 - p)``."""
     g = y - p
     h = np.maximum(p * (1.0 - p), HESSIAN_FLOOR)
@@ -144,6 +140,7 @@ class _Recorder:
             raise lgb.callback.EarlyStopException(self.best_iteration, env.evaluation_result_list) from stop
 
 
+@envelope.register_model
 class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     """LightGBM binary classifier (GBDT-Full, GBDT-topK or CEGB) with GBFSClassifier's interface.
 
@@ -400,58 +397,43 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     # -- model files -------------------------------------------------------------------------------
     def save_model(self, path) -> None:
-        """Write the fitted model as JSON (never pickle), atomically; see :meth:`load_model`.
+        """Write the fitted model as JSON (never pickle), atomically, in the envelope of every gbfs
+        model (:mod:`gbfs.envelope`); ``gbfs.load_model`` or :meth:`load_model` reads it.
 
-        Keys: ``format``, ``version``, ``params``, ``classes``, ``n_features_in``, ``feature_names_in``,
-        ``columns``, ``selected_features``, ``best_iteration``, ``booster`` (LightGBM's model text) and
-        ``checksum`` (sha256 of the canonical JSON of the other keys).
+        Keys besides the envelope's: ``params``, ``classes``, ``n_features_in``, ``feature_names_in``,
+        ``columns``, ``selected_features``, ``best_iteration``, ``booster`` (LightGBM's model text).
         """
+        envelope.save(self, path)
+
+    def _model_body(self) -> dict:
         check_is_fitted(self, "booster_")
         names = getattr(self, "feature_names_in_", None)
-        body = {"format": FORMAT, "version": FORMAT_VERSION, "params": _params_json(self),
-                "classes": self.classes_.tolist(), "n_features_in": int(self.n_features_in_),
+        return {"params": _params_json(self), "classes": self.classes_.tolist(),
+                "n_features_in": int(self.n_features_in_),
                 "feature_names_in": None if names is None else [str(c) for c in names],
                 "columns": self.columns_.tolist(), "selected_features": self.selected_features_.tolist(),
                 "best_iteration": self.best_iteration_,
                 "booster": self.booster_.model_to_string(num_iteration=-1)}
+
+    @classmethod
+    def _from_model_body(cls, body: dict) -> LightGBMBaseline:
         try:
-            body["checksum"] = "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"cannot save: a parameter (lgb_params?) has no JSON form: {e}") from e
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(body, allow_nan=False))
-        tmp.replace(path)
+            return cls(**body["params"])._restore(body)
+        except lgb.basic.LightGBMError as e:
+            raise ValueError(f"malformed model file (LightGBMError: {e})") from e
 
     @classmethod
     def load_model(cls, path) -> LightGBMBaseline:
-        """Read a file written by :meth:`save_model`; returns a fitted estimator.
+        """Read a file written by :meth:`save_model` (or by an older gbfs, whose baseline files had
+        their own ``gbfs-lightgbm-baseline`` envelope); returns a fitted estimator.
 
         Raises
         ------
         ValueError
-            If the file is not valid JSON, has another format or version, fails its checksum or is
-            inconsistent (columns, selected features, booster).
+            If the file is not valid JSON, has another format or version, fails its checksum, holds
+            another estimator or is inconsistent (columns, selected features, booster).
         """
-        try:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-            body = json.loads(Path(path).read_text())
-        except ValueError as e:
-            raise ValueError(f"{path}: not a {FORMAT} file (invalid JSON: {e})") from e
-        if not isinstance(body, dict) or body.get("format") != FORMAT:
-            raise ValueError(f"{path}: not a {FORMAT} file (missing 'format': '{FORMAT}')")
-        if body.get("version") != FORMAT_VERSION:
-            raise ValueError(f"{path}: unsupported version {body.get('version')!r} (reads {FORMAT_VERSION})")
-        rest = {key: v for key, v in body.items() if key != "checksum"}
-        try:  # NaN is valid for json.loads but not canonical JSON
-            ok = body.get("checksum") == "sha256:" + hashlib.sha256(_canonical(rest)).hexdigest()
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(f"{path}: checksum mismatch: the model file was modified or corrupted")
-        try:
-            return cls(**body["params"])._restore(body)
-        except (KeyError, TypeError, IndexError, ValueError, lgb.basic.LightGBMError) as e:
-            raise ValueError(f"{path}: malformed model file ({type(e).__name__}: {e})") from e
+        return envelope.load_model(path, cls)
 
     def _restore(self, body: dict) -> LightGBMBaseline:
         d = body["n_features_in"]

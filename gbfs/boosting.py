@@ -105,8 +105,10 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
             trees.append(tree)
             for ev in evaluators:
                 ev.add_tree(tree)
-            rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start, **stats,
-                   "n_features_used": len(usage.order)}
+            rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
+                   "root_variance": stats.pop("root_variance"),
+                   "gain_normaliser": stats.pop("gain_normaliser"),
+                   "n_features_used": len(usage.order), **stats}
             train.record(rec)
             for ev in evaluators:
                 ev.record(rec)

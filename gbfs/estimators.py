@@ -17,7 +17,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import group_testing
+from . import envelope, group_testing, model_io
 from . import validation as V
 from ._docs import PARAM_DOC
 from ._params import boosting_params, group_test_plan, numba_threads, prediction_threads
@@ -345,12 +345,20 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         return [bm.bin_edges_[f, :bm.n_edges_[f]].copy() for f in range(bm.n_edges_.shape[0])]
 
     def save_model(self, path) -> None:
-        """Write the fitted model as versioned JSON, atomically (see :func:`gbfs.model_io.save_model`)."""
-        from .model_io import save_model
+        """Write the fitted model as versioned JSON, atomically (see :mod:`gbfs.envelope`)."""
+        envelope.save(self, path)
 
-        save_model(self, path)
+    def _model_body(self) -> dict:
+        return model_io.gbfs_body(self)
+
+    @classmethod
+    def _from_model_body(cls, body: dict):
+        est = cls()
+        model_io.restore_gbfs(est, body)
+        return est
 
 
+@envelope.register_model
 class GBFSClassifier(ClassifierMixin, _GBFSBase):
     __doc__ = ("Gradient boosted feature selection for binary classification (log-loss).\n"
                "\n    Any two labels are accepted; ``classes_[1]`` is the positive class.\n"
@@ -387,6 +395,7 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
         return self.classes_[(raw > 0).astype(int)]
 
 
+@envelope.register_model
 class GBFSRegressor(RegressorMixin, _GBFSBase):
     __doc__ = "Gradient boosted feature selection for regression (squared error).\n" + PARAM_DOC
     _loss = "squared_error"

@@ -43,14 +43,8 @@ concurrent writers never see a partial file and a failed save leaves nothing beh
 
 from __future__ import annotations
 
-import contextlib
-import errno
-import hashlib
-import json
 import math
 import os
-import secrets
-from pathlib import Path
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -58,10 +52,10 @@ from sklearn.base import is_classifier
 from . import validation as V
 from ._params import check_params
 from .binning import BinMapper
+from .envelope import estimator_class, save, seal, verify
+from .envelope import load_model as load_model
 from .tree import Tree
 
-FORMAT = "gbfs-model"
-FORMAT_VERSION = 1
 _NONFINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
@@ -92,10 +86,6 @@ def _dec_float_list(values, what) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
-def _canonical(body: dict) -> bytes:
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode()
-
-
 def _params_json(est) -> dict:
     out = {}
     for k, v in est.get_params().items():
@@ -111,46 +101,55 @@ def _params_json(est) -> dict:
     return out
 
 
-def model_to_dict(est) -> dict:
-    """The JSON body (with checksum) of a fitted estimator."""
-    from sklearn.utils.validation import check_is_fitted
-
-    check_is_fitted(est, "_trees")
-    # a fit never returns such a model (it stops when its scores overflow); one assembled or
-    # altered by hand is not written, as it could not be loaded back
-    if not math.isfinite(est.init_score_):
-        raise ValueError(f"cannot save a model whose init_score_ is {est.init_score_!r}")
-    for k, t in enumerate(est._trees):
-        if not np.all(np.isfinite(t.value)):
-            raise ValueError(f"cannot save a model whose tree {k} holds non-finite leaf values")
+def common_body(est) -> dict:
+    """The keys every binned estimator's file shares: parameters, inputs, bin edges, classes."""
     bm = est._bin_mapper
     body = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "estimator": type(est).__name__,
         "params": _params_json(est),
         "n_features_in": int(est.n_features_in_),
         "feature_names_in": ([str(c) for c in est.feature_names_in_]
                              if hasattr(est, "feature_names_in_") else None),
-        "init_score": _enc(float(est.init_score_)),
-        "best_iteration": est.best_iteration_,
         "bin_edges": [_enc_list(bm.bin_edges_[f, :bm.n_edges_[f]]) for f in range(bm.n_edges_.shape[0])],
-        "trees": [{name: _enc_list(getattr(t, name)) for name in Tree.FIELDS} for t in est._trees],
     }
     if hasattr(est, "classes_"):
         body["classes"] = {"dtype": est.classes_.dtype.str, "values": est.classes_.tolist()}
-    if getattr(est, "_selection", None) is not None:  # a refit: the selection it was restricted to
-        body["selected_features"] = est._selection.tolist()
-    body["checksum"] = "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
     return body
 
 
-def save_model(est, path: str | os.PathLike) -> None:
-    """Write ``est`` to ``path`` atomically.
+def check_finite(init_score: float, trees, what: str = "") -> None:
+    """A fit never returns a non-finite model (it stops when its scores overflow); one assembled
+    or altered by hand is not written, as it could not be loaded back."""
+    if not math.isfinite(init_score):
+        raise ValueError(f"cannot save a model whose {what}init_score_ is {init_score!r}")
+    for k, t in enumerate(trees):
+        if not np.all(np.isfinite(t.value)):
+            raise ValueError(f"cannot save a model whose {what}tree {k} holds non-finite leaf values")
 
-    The file is written to a fresh temporary name next to ``path`` and renamed over it, so
-    concurrent saves to one path never collide (the last rename wins, each file is whole) and a
-    failed save leaves no temporary file behind.  The file's permissions follow the umask.
+
+def trees_json(trees) -> list:
+    return [{name: _enc_list(getattr(t, name)) for name in Tree.FIELDS} for t in trees]
+
+
+def gbfs_body(est) -> dict:
+    """The file keys of a fitted :class:`~gbfs.GBFSClassifier` / ``GBFSRegressor``."""
+    from sklearn.utils.validation import check_is_fitted
+
+    check_is_fitted(est, "_trees")
+    check_finite(est.init_score_, est._trees)
+    body = {**common_body(est), "init_score": _enc(float(est.init_score_)),
+            "best_iteration": est.best_iteration_, "trees": trees_json(est._trees)}
+    if getattr(est, "_selection", None) is not None:  # a refit: the selection it was restricted to
+        body["selected_features"] = est._selection.tolist()
+    return body
+
+
+def model_to_dict(est) -> dict:
+    """The whole file content (envelope, body, checksum) of a fitted estimator."""
+    return seal(type(est).__name__, est._model_body())
+
+
+def save_model(est, path: str | os.PathLike) -> None:
+    """Write ``est`` to ``path`` atomically (:func:`gbfs.envelope.save`).
 
     Raises
     ------
@@ -159,84 +158,23 @@ def save_model(est, path: str | os.PathLike) -> None:
     ValueError
         If the model holds a non-finite leaf value or init score.
     """
-    data = json.dumps(model_to_dict(est), allow_nan=False, indent=None).encode()
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(errno.EISDIR, "save_model needs a file path, not a directory", str(path))
-    # os.open with O_EXCL, not mkstemp: mkstemp's files are 0600, this one gets 0666 minus the umask
-    # like any file the user creates; 64 random bits make a name clash as unlikely as a hash collision
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())  # the rename must not reach the disk before the content
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def load_model(path: str | os.PathLike):
-    """Read a model written by ``save_model``; returns a fitted estimator.
-
-    The file's parameters, classes, init score and trees are validated as ``fit`` validates its
-    inputs.  ``n_threads`` is restored as saved (``get_params`` and refits see it) but never
-    limits prediction: a model saved with more threads than this machine's numba has predicts
-    with numba's threads (see the estimators' ``n_threads``).
-
-    Raises
-    ------
-    ValueError
-        If the file is not a valid, untampered gbfs model file of a known version; the message
-        names the file and the offending field.
-    OSError
-        If the file cannot be read.
-    """
-    data = Path(path).read_bytes()
-    try:
-        body = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not a gbfs model file (not UTF-8 text: {e})") from e
-    except RecursionError as e:
-        raise ValueError(f"{path}: not a gbfs model file (invalid JSON: nested too deeply)") from e
-    except ValueError as e:  # JSONDecodeError, and int() beyond Python's digit limit
-        raise ValueError(f"{path}: not a gbfs model file (invalid JSON: {e})") from e
-    return model_from_dict(body, source=str(path))
+    save(est, path)
 
 
 def model_from_dict(body, source="model") -> object:
-    from .estimators import GBFSClassifier, GBFSRegressor
-
-    if not isinstance(body, dict) or body.get("format") != FORMAT:
-        raise ValueError(f"{source}: not a gbfs model file (missing 'format': '{FORMAT}')")
-    if body.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"{source}: unsupported format_version {body.get('format_version')!r} "
-                         f"(this gbfs reads version {FORMAT_VERSION})")
-    checksum = body.get("checksum")
-    rest = {k: v for k, v in body.items() if k != "checksum"}
+    """The fitted estimator of a parsed model file (envelope verified, estimator registered)."""
+    body = verify(body, source)
+    cls = estimator_class(body, source)
     try:
-        expected = "sha256:" + hashlib.sha256(_canonical(rest)).hexdigest()
-    except (ValueError, RecursionError) as e:
-        raise ValueError(f"{source}: model file holds non-JSON values: {e}") from e
-    if checksum != expected:
-        raise ValueError(f"{source}: checksum mismatch: the model file was modified or corrupted")
-    classes = {"GBFSClassifier": GBFSClassifier, "GBFSRegressor": GBFSRegressor}
-    if body.get("estimator") not in classes:
-        raise ValueError(f"{source}: unknown estimator {body.get('estimator')!r}")
-    est = classes[body["estimator"]]()
-    try:
-        _restore(est, body)
+        return cls._from_model_body(body)
     except ValueError as e:  # the field is named in the message
         raise ValueError(f"{source}: {e}") from e
     except (KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError) as e:
         raise ValueError(f"{source}: malformed model file ({type(e).__name__}: {e})") from e
-    return est
 
 
-def _restore(est, body) -> None:
+def restore_common(est, body) -> int:
+    """Set parameters, inputs, classes and the bin mapper from ``body``; returns ``n_features``."""
     d = body["n_features_in"]
     if not V._is_int(d) or d < 1:
         raise ValueError("n_features_in must be a positive int")
@@ -262,15 +200,34 @@ def _restore(est, body) -> None:
         bm.bin_edges_[f, :len(e)] = e
     bm.n_bins_non_missing_ = bm.n_edges_ + 1
     est._bin_mapper = bm
-    if not isinstance(body["trees"], list):
-        raise ValueError("trees must be a list")
-    trees = [_tree_from_json(t, d, k) for k, t in enumerate(body["trees"])]
-    best = body["best_iteration"]
-    if best is not None and not (V._is_int(best) and 0 <= best < len(trees)):
-        raise ValueError(f"best_iteration must be null or an int in [0, {len(trees)}), got {best!r}")
-    init_score = float(_dec_float_list([body["init_score"]], "init_score")[0])
-    if not math.isfinite(init_score):
-        raise ValueError(f"init_score must be finite, got {init_score!r}")
+    return d
+
+
+def trees_from_json(values, d: int, what: str = "trees") -> list:
+    if not isinstance(values, list):
+        raise ValueError(f"{what} must be a list")
+    return [_tree_from_json(t, d, k, what) for k, t in enumerate(values)]
+
+
+def init_score_from_json(value, what: str = "init_score") -> float:
+    score = float(_dec_float_list([value], what)[0])
+    if not math.isfinite(score):
+        raise ValueError(f"{what} must be finite, got {score!r}")
+    return score
+
+
+def best_iteration_from_json(best, n_trees: int):
+    if best is not None and not (V._is_int(best) and 0 <= best < n_trees):
+        raise ValueError(f"best_iteration must be null or an int in [0, {n_trees}), got {best!r}")
+    return best
+
+
+def restore_gbfs(est, body) -> None:
+    """Restore a single-task estimator from the keys of :func:`gbfs_body`."""
+    d = restore_common(est, body)
+    trees = trees_from_json(body["trees"], d)
+    best = best_iteration_from_json(body["best_iteration"], len(trees))
+    init_score = init_score_from_json(body["init_score"])
     selection = _selection_from_json(body.get("selected_features"), d, trees)
     est._set_fitted(trees, init_score, [], None, selection)
     est.best_iteration_ = best
@@ -324,33 +281,33 @@ def _selection_from_json(values, n_features, trees):
     return sel
 
 
-def _tree_from_json(obj, n_features, k) -> Tree:
+def _tree_from_json(obj, n_features, k, what="trees") -> Tree:
     if not isinstance(obj, dict):
-        raise ValueError(f"trees[{k}] must be an object")
+        raise ValueError(f"{what}[{k}] must be an object")
     arrays = {}
     for name, dtype in zip(Tree.FIELDS, Tree.DTYPES):
         values = obj[name]
         if dtype == np.float64:
-            arrays[name] = _dec_float_list(values, f"trees[{k}].{name}")
+            arrays[name] = _dec_float_list(values, f"{what}[{k}].{name}")
         else:
             if not isinstance(values, list) or not all(
                     isinstance(v, (bool if dtype == np.bool_ else int)) for v in values):
-                raise ValueError(f"trees[{k}].{name} must be a list of "
+                raise ValueError(f"{what}[{k}].{name} must be a list of "
                                  f"{'booleans' if dtype == np.bool_ else 'integers'}")
             arrays[name] = np.asarray(values, dtype=dtype)
     n = len(arrays["feature"])
     if n == 0 or any(len(a) != n for a in arrays.values()):
-        raise ValueError(f"trees[{k}] arrays must be non-empty and of equal length")
+        raise ValueError(f"{what}[{k}] arrays must be non-empty and of equal length")
     ids = np.arange(n)
     internal = arrays["feature"] >= 0
     if np.any(arrays["feature"] >= n_features) or np.any(arrays["feature"] < -1):
-        raise ValueError(f"trees[{k}] refers to a feature outside [0, {n_features})")
+        raise ValueError(f"{what}[{k}] refers to a feature outside [0, {n_features})")
     for side in ("left", "right"):
         child = arrays[side]
         if np.any(internal & ((child <= ids) | (child >= n))) or np.any(~internal & (child != -1)):
-            raise ValueError(f"trees[{k}].{side} holds an invalid child id")
+            raise ValueError(f"{what}[{k}].{side} holds an invalid child id")
     if not np.all(np.isfinite(arrays["value"])):
-        raise ValueError(f"trees[{k}].value holds NaN or infinite leaf values")
+        raise ValueError(f"{what}[{k}].value holds NaN or infinite leaf values")
     if np.any(internal & np.isnan(arrays["threshold"])):
-        raise ValueError(f"trees[{k}].threshold holds NaN thresholds")
+        raise ValueError(f"{what}[{k}].threshold holds NaN thresholds")
     return Tree(**arrays)

@@ -15,15 +15,17 @@ import inspect
 import time
 
 import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from . import group_testing
+from . import envelope, group_testing, model_io
 from . import validation as V
 from ._docs import MULTITASK_PARAM_DOC
 from ._params import numba_threads, prediction_threads
 from .binning import BinMapper
+from .boosting import BoostingResult
 from .callbacks import early_stopping
 from .estimators import GBFSClassifier, GBFSRegressor, _GBFSBase
 from .loss import LOSSES
@@ -253,6 +255,56 @@ class _MultitaskBase(_GBFSBase):
         check_is_fitted(self, "_task_trees")
         return [list(tr) for tr in self._task_trees]
 
+    # -- model files -----------------------------------------------------------------------------
+    def save_model(self, path) -> None:
+        """Write the fitted model as versioned JSON, atomically (:mod:`gbfs.envelope`): the keys of
+        a single-task file, with ``tasks`` (labels, as ``classes``), ``task_sizes``,
+        ``init_scores`` and ``task_trees`` (a list of trees per task) instead of ``init_score``
+        and ``trees``."""
+        envelope.save(self, path)
+
+    def _model_body(self) -> dict:
+        check_is_fitted(self, "_task_trees")
+        for t, trees in enumerate(self._task_trees):
+            model_io.check_finite(float(self.init_scores_[t]), trees, f"task {t}'s ")
+        return {**model_io.common_body(self),
+                "tasks": {"dtype": self.tasks_.dtype.str, "values": self.tasks_.tolist()},
+                "task_sizes": self.task_sizes_.tolist(),
+                "init_scores": [float(v) for v in self.init_scores_],
+                "best_iteration": self.best_iteration_,
+                "task_trees": [model_io.trees_json(trees) for trees in self._task_trees]}
+
+    @classmethod
+    def _from_model_body(cls, body: dict):
+        est = cls()
+        d = model_io.restore_common(est, body)
+        tasks = body["tasks"]
+        est.tasks_ = np.asarray(tasks["values"], dtype=np.dtype(tasks["dtype"]))
+        T = est.tasks_.shape[0]
+        if est.tasks_.ndim != 1 or T < 1 or np.unique(est.tasks_).shape[0] != T \
+                or not np.array_equal(np.unique(est.tasks_), est.tasks_):
+            raise ValueError("tasks must be distinct labels in sorted order")
+        lists = body["task_trees"]
+        if not isinstance(lists, list) or len(lists) != T:
+            raise ValueError(f"task_trees must hold one list of trees per task ({T})")
+        task_trees = [model_io.trees_from_json(v, d, f"task_trees[{t}]") for t, v in enumerate(lists)]
+        if len({len(tr) for tr in task_trees}) != 1:
+            raise ValueError("task_trees must hold as many trees for every task")
+        init = body["init_scores"]
+        if not isinstance(init, list) or len(init) != T:
+            raise ValueError(f"init_scores must hold one score per task ({T})")
+        sizes = np.asarray(body["task_sizes"], dtype=np.int64)
+        if sizes.shape != (T,) or np.any(sizes < 1):
+            raise ValueError(f"task_sizes must hold one positive count per task ({T})")
+        best = model_io.best_iteration_from_json(body["best_iteration"], len(task_trees[0]))
+        results = [BoostingResult(tr, model_io.init_score_from_json(v, f"init_scores[{t}]"), [], None)
+                   for t, (tr, v) in enumerate(zip(task_trees, init))]
+        est._set_fitted_tasks(results)
+        est.best_iteration_ = best
+        est.task_sizes_ = sizes
+        est._saved_n_threads = est.n_threads  # the file's thread count never limits prediction
+        return est
+
 
 _base_signature = inspect.signature(_GBFSBase.__init__)
 _names = list(_base_signature.parameters)
@@ -263,7 +315,8 @@ _params.insert(_names.index("mu") + 1,
 _MultitaskBase.__init__.__signature__ = _base_signature.replace(parameters=_params)
 
 
-class GBFSMultitaskClassifier(_MultitaskBase):
+@envelope.register_model
+class GBFSMultitaskClassifier(ClassifierMixin, _MultitaskBase):
     __doc__ = ("Multitask gradient boosted feature selection for binary classification (log-loss): one\n"
                "    ensemble per task, features selected jointly (GT-GBM paper, Algorithm 1, Eq. 2).\n"
                + MULTITASK_PARAM_DOC)
@@ -289,7 +342,8 @@ class GBFSMultitaskClassifier(_MultitaskBase):
         return float(accuracy_score(y, self.predict(X, task), sample_weight=sample_weight))
 
 
-class GBFSMultitaskRegressor(_MultitaskBase):
+@envelope.register_model
+class GBFSMultitaskRegressor(RegressorMixin, _MultitaskBase):
     __doc__ = ("Multitask gradient boosted feature selection for regression (squared error): one\n"
                "    ensemble per task, features selected jointly (GT-GBM paper, Algorithm 1, Eq. 2).\n"
                + MULTITASK_PARAM_DOC)

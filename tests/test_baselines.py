@@ -287,7 +287,8 @@ def test_save_load_round_trip(tmp_path, cancer):
     path = tmp_path / "model.json"
     est.save_model(path)
     body = json.loads(path.read_text())
-    assert body["format"] == "gbfs-lightgbm-baseline" and body["version"] == 1
+    assert body["format"] == "gbfs-model" and body["format_version"] == 1
+    assert body["estimator"] == "LightGBMBaseline"
     assert body["columns"] == est.columns_.tolist() and body["params"]["k"] == 6
     same = LightGBMBaseline.load_model(path)
     np.testing.assert_array_equal(same.predict_proba(Xv), est.predict_proba(Xv))
@@ -311,7 +312,7 @@ def test_tampered_or_malformed_file_is_refused(tmp_path, cancer):
     bad.write_text(path.read_text()[:-10])
     with pytest.raises(ValueError, match="JSON"):
         LightGBMBaseline.load_model(bad)
-    bad.write_text(json.dumps(dict(body, format="gbfs-model")))
+    bad.write_text(json.dumps(dict(body, format="other-model")))
     with pytest.raises(ValueError, match="format"):
         LightGBMBaseline.load_model(bad)
 

@@ -327,3 +327,40 @@ def test_dataclass_params_untouched():
     X, y, task = _tasks_data()
     m.fit(X, y, task)
     np.testing.assert_array_equal(m.feature_costs, np.linspace(1, 2, 12))
+
+
+# -- model files ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls, labels", [(GBFSMultitaskClassifier, None),
+                                         (GBFSMultitaskRegressor, ["b", "a", "c"])])
+def test_save_load_round_trip(tmp_path, cls, labels):
+    from gbfs import load_model
+
+    X, y, task = _tasks_data()
+    task = task if labels is None else np.asarray(labels)[task]
+    target = y if cls is GBFSMultitaskClassifier else X[:, 0] + y
+    m = cls(**BASE, method="gtgbm", n_target_features=2, mu=0.01, mu_task=0.01).fit(X, target, task)
+    m.save_model(tmp_path / "m.json")
+    back = load_model(tmp_path / "m.json")
+    assert type(back) is cls and back.get_params()["mu_task"] == 0.01
+    np.testing.assert_array_equal(back.predict(X, task), m.predict(X, task))
+    assert [s.tolist() for s in back.selected_features_per_task_] == \
+        [s.tolist() for s in m.selected_features_per_task_]
+    np.testing.assert_array_equal(back.tasks_, m.tasks_)
+    back.save_model(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "m.json").read_bytes()
+
+
+def test_tampered_multitask_file_is_refused(tmp_path):
+    import json
+
+    from gbfs import load_model
+    from gbfs.envelope import checksum
+
+    X, y, task = _tasks_data()
+    GBFSMultitaskClassifier(**BASE).fit(X, y, task).save_model(tmp_path / "m.json")
+    body = json.loads((tmp_path / "m.json").read_text())
+    body["task_trees"] = body["task_trees"][:2]  # a task lost, re-signed
+    body["checksum"] = checksum({k: v for k, v in body.items() if k != "checksum"})
+    (tmp_path / "bad.json").write_text(json.dumps(body))
+    with pytest.raises(ValueError, match="bad.json: task_trees must hold one list of trees per task"):
+        load_model(tmp_path / "bad.json")
