@@ -265,11 +265,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                              None if plain else self.max_features)
         if plain:
             params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
-        search = None
-        if not plain and prep.tester is not None:
-            search = METHODS[params.method].feature_search(prep.tester, params.group_test_scope,
-                                                           params.group_test_rows,
-                                                           np.random.default_rng([prep.seed, 2]))
+        rng = np.random.default_rng([prep.seed, 2])  # the group tests' row samples
+        search = None if plain else METHODS[params.method].feature_search(
+            prep.tester, params.group_test_scope, params.group_test_rows, rng)
         with numba_threads(self.n_threads):
             result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
                            model=self, search=search, sample_rng=np.random.default_rng([prep.seed, 3]))

@@ -196,12 +196,12 @@ class _MultitaskBase(_GBFSBase):
             names = [("val" if k == 0 else f"val{k}", Xb[tv == t], yv[tv == t])
                      for k, (Xb, yv, tv) in enumerate(binned_evals)]
             names = [(n, np.asfortranarray(Xb), yv) for n, Xb, yv in names]
-            search = None
+            tester = None
             if plans[t] is not None:
                 tester = group_testing.GroupTester.precompute(
                     Xt, bin_mapper.standardised_values_, plans[t], np.random.default_rng(_seeds(seed, 1, t)))
-                search = method.feature_search(tester, params.group_test_scope, params.group_test_rows,
-                                               np.random.default_rng(_seeds(seed, 2, t)))
+            search = method.feature_search(tester, params.group_test_scope, params.group_test_rows,
+                                           np.random.default_rng(_seeds(seed, 2, t)))
             out.append(TaskData(Xt, y[r], names, search, np.random.default_rng(_seeds(seed, 3, t))))
         return out
 
