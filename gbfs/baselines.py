@@ -33,7 +33,7 @@ from . import envelope
 from . import validation as V
 from .callbacks import CallbackEnv, EarlyStopException, early_stopping
 from .metrics import log_loss, roc_auc
-from .model_io import _params_json
+from .model_io import params_json
 from .normaliser import HESSIAN_FLOOR, gain_normaliser
 
 KINDS = ("full", "topk", "cegb")
@@ -408,7 +408,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _model_body(self) -> dict:
         check_is_fitted(self, "booster_")
         names = getattr(self, "feature_names_in_", None)
-        return {"params": _params_json(self), "classes": self.classes_.tolist(),
+        return {"params": params_json(self), "classes": self.classes_.tolist(),
                 "n_features_in": int(self.n_features_in_),
                 "feature_names_in": None if names is None else [str(c) for c in names],
                 "columns": self.columns_.tolist(), "selected_features": self.selected_features_.tolist(),

@@ -123,11 +123,12 @@ def verify(body, source: str = "model") -> dict:
     if not isinstance(body, dict):
         raise ValueError(f"{source}: not a gbfs model file (missing 'format': '{FORMAT}')")
     fmt = body.get("format")
-    legacy = fmt in LEGACY_FORMATS and "format_version" not in body
+    # a list or object as format is unhashable: compare strings only, so it is refused like any other
+    legacy = isinstance(fmt, str) and fmt in LEGACY_FORMATS and "format_version" not in body
     version = body.get("version") if legacy else body.get("format_version")
     if fmt != FORMAT and not legacy:
         raise ValueError(f"{source}: not a gbfs model file (missing 'format': '{FORMAT}')")
-    if version != FORMAT_VERSION:
+    if isinstance(version, bool) or version != FORMAT_VERSION:  # true == 1 in Python, not in the format
         raise ValueError(f"{source}: unsupported format_version {version!r} "
                          f"(this gbfs reads version {FORMAT_VERSION})")
     rest = {k: v for k, v in body.items() if k != "checksum"}
@@ -143,8 +144,11 @@ def verify(body, source: str = "model") -> dict:
 
 
 def estimator_class(body: dict, source: str = "model") -> type:
+    """The registered class named by a verified body's ``estimator``; imports its module if needed."""
     name = body.get("estimator")
-    if name not in MODELS and isinstance(name, str) and name in LAZY_MODULES:
+    if not isinstance(name, str):  # a list or object would not even be a valid dict key
+        raise ValueError(f"{source}: unknown estimator {name!r} (known: {sorted(MODELS)})")
+    if name not in MODELS and name in LAZY_MODULES:
         importlib.import_module(LAZY_MODULES[name])
     if name not in MODELS:
         raise ValueError(f"{source}: unknown estimator {name!r} (known: {sorted(MODELS)})")
@@ -164,14 +168,21 @@ def load_model(path: str | os.PathLike, expected: type | None = None):
     OSError
         If the file cannot be read.
     """
-    body = read(path)
-    cls = estimator_class(body, str(path))
+    return from_dict(read(path), str(path), expected, verified=True)
+
+
+def from_dict(body, source: str = "model", expected: type | None = None, *, verified: bool = False):
+    """The fitted estimator of a parsed model file; see :func:`load_model` (``source`` names the file
+    in messages, ``verified``: :func:`verify` has already checked ``body``)."""
+    if not verified:
+        body = verify(body, source)
+    cls = estimator_class(body, source)
     if expected is not None and cls is not expected:
-        raise ValueError(f"{path}: holds a {cls.__name__} model, not a {expected.__name__}; "
+        raise ValueError(f"{source}: holds a {cls.__name__} model, not a {expected.__name__}; "
                          "use gbfs.load_model")
     try:
         return cls._from_model_body(body)
-    except ValueError as e:
-        raise ValueError(f"{path}: {e}") from e
+    except ValueError as e:  # the class's message names the field
+        raise ValueError(f"{source}: {e}") from e
     except (KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError) as e:
-        raise ValueError(f"{path}: malformed model file ({type(e).__name__}: {e})") from e
+        raise ValueError(f"{source}: malformed model file ({type(e).__name__}: {e})") from e

@@ -52,7 +52,7 @@ from sklearn.base import is_classifier
 from . import validation as V
 from ._params import check_params
 from .binning import BinMapper
-from .envelope import estimator_class, save, seal, verify
+from .envelope import from_dict, save, seal
 from .envelope import load_model as load_model
 from .tree import Tree
 
@@ -86,7 +86,9 @@ def _dec_float_list(values, what) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
-def _params_json(est) -> dict:
+def params_json(est) -> dict:
+    """``est.get_params()`` as JSON values: arrays as lists (non-finite floats as strings), a
+    random_state object as ``null``."""
     out = {}
     for k, v in est.get_params().items():
         if isinstance(v, np.ndarray):
@@ -105,7 +107,7 @@ def common_body(est) -> dict:
     """The keys every binned estimator's file shares: parameters, inputs, bin edges, classes."""
     bm = est._bin_mapper
     body = {
-        "params": _params_json(est),
+        "params": params_json(est),
         "n_features_in": int(est.n_features_in_),
         "feature_names_in": ([str(c) for c in est.feature_names_in_]
                              if hasattr(est, "feature_names_in_") else None),
@@ -162,15 +164,8 @@ def save_model(est, path: str | os.PathLike) -> None:
 
 
 def model_from_dict(body, source="model") -> object:
-    """The fitted estimator of a parsed model file (envelope verified, estimator registered)."""
-    body = verify(body, source)
-    cls = estimator_class(body, source)
-    try:
-        return cls._from_model_body(body)
-    except ValueError as e:  # the field is named in the message
-        raise ValueError(f"{source}: {e}") from e
-    except (KeyError, TypeError, IndexError, AttributeError, OverflowError, RecursionError) as e:
-        raise ValueError(f"{source}: malformed model file ({type(e).__name__}: {e})") from e
+    """The fitted estimator of a parsed model file (:func:`gbfs.envelope.from_dict`)."""
+    return from_dict(body, source)
 
 
 def restore_common(est, body) -> int:

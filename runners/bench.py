@@ -2,7 +2,7 @@
 
 ``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
-:mod:`runners.bench_selection`.
+:mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`.
 
 Targets live here, never as timed assertions in tests.  ``core`` measures,
 per paper shape (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634, synthetic
@@ -39,7 +39,7 @@ from gbfs import GBFSClassifier
 from gbfs.binning import BinMapper
 from gbfs.data.synthetic import PAPER_SHAPES, make_sparse_classification
 from gbfs.metrics import roc_auc
-from runners import bench_data, bench_gtgbm, bench_sampling, bench_selection
+from runners import bench_data, bench_gtgbm, bench_multitask, bench_sampling, bench_selection
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "binning_ratio": 0.5, "penalty_overhead": 0.05,
            "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0, "memory_ratio": 3.0}
@@ -241,6 +241,7 @@ def main(argv=None) -> int:
     bench_data.add_parser(sub)
     bench_sampling.add_parser(sub)
     bench_selection.add_parser(sub)
+    bench_multitask.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 

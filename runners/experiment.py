@@ -18,6 +18,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")              # runners draw figures to files, never to a screen
+import hydra.utils  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import mlflow  # noqa: E402
 import numpy as np  # noqa: E402
@@ -26,8 +27,9 @@ from tqdm.auto import tqdm  # noqa: E402
 
 from gbfs import GBFSClassifier, sampling  # noqa: E402
 from gbfs.data import Dataset, load_dataset  # noqa: E402
-from gbfs.metrics import roc_auc  # noqa: E402
-from runners import tracking  # noqa: E402
+from gbfs.data.synthetic import GENERATORS  # noqa: E402
+from gbfs.metrics import log_loss, rmse, roc_auc  # noqa: E402
+from runners import multitask_eval, multitask_variants, tracking  # noqa: E402
 
 
 @dataclass
@@ -39,6 +41,8 @@ class Outcome:
     history: list[dict]
     selected: list[int]
     selected_names: list[str] = field(default_factory=list)
+    #: a multitask model's per-task names, scores and features (:mod:`runners.multitask_eval`)
+    tasks: dict | None = None
 
 
 @dataclass
@@ -56,11 +60,14 @@ def _number(value: object) -> bool:
 
 def check_dataset(cfg: DictConfig) -> None:
     """Raise ``ValueError`` naming the key on a bad ``dataset.scale``, ``dataset.val_fraction`` or
-    ``seed`` (e.g. the override ``dataset.scale=abc``); the runners call it before any MLflow run
-    exists, so a typo leaves no FAILED run behind."""
+    ``seed`` (e.g. the override ``dataset.scale=abc``), or a multitask method on data without task
+    ids (``dataset.multitask``); the runners call it before any MLflow run exists, so a typo leaves
+    no FAILED run behind."""
     d = cfg.dataset
     scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
-    real = not str(d.name).endswith("_like")
+    if estimator_kind(cfg.method).multitask:
+        multitask_eval.check_config(cfg)
+    real = str(d.name) not in GENERATORS
     if not _number(scale) or not scale > 0 or (real and scale > 1):
         what = "in (0, 1], the share of the real data's rows kept" if real else \
             "a positive number, the multiplier of the stand-in's rows"
@@ -84,6 +91,8 @@ def load_data(cfg: DictConfig) -> Dataset:
     check_dataset(cfg)
     d = cfg.dataset
     kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
+    if kwargs.get("path") is not None:   # a file of the dataset: relative to where the command runs
+        kwargs["path"] = hydra.utils.to_absolute_path(str(kwargs["path"]))
     extra = {} if d.name.endswith("_like") else {"download": bool(d.download), "mirror": d.mirror,
                                                  "root": cfg.paths.data_dir}
     # progress bars only appear while real data downloads or is parsed (once; later loads read the cache)
@@ -240,20 +249,35 @@ def _lightgbm(**kwargs):
 @dataclass(frozen=True)
 class EstimatorKind:
     """How a ``method.estimator`` is built: its class from keyword arguments, and how the row
-    sampler's arguments (``SAMPLER_ARGS``) map to its own, given the method's params."""
+    sampler's arguments (``SAMPLER_ARGS``) map to its own, given the method's params.
+
+    ``multitask``: fitted and scored with the task of every row (:mod:`runners.multitask_eval`);
+    ``callbacks``: whether ``fit`` gets the runners' per-round callbacks (progress, pruning), which
+    assume one model's rounds (independent per-task models have several)."""
 
     build: Callable[..., object]
     sampling: Callable[[dict, dict], dict]
+    multitask: bool = False
+    callbacks: bool = True
 
 
-_GBFS = EstimatorKind(_gbfs, lambda args, params: args)
+def _as_is(args: dict, params: dict) -> dict:
+    return args
+
+
+_GBFS = EstimatorKind(_gbfs, _as_is)
 #: ``method.estimator`` -> its kind; a new estimator is one entry here and a method yaml.
-#: ``gbfs_path`` is the template ``GBFSClassifier`` of a selection path (``runners.path_run``).
+#: ``gbfs_path`` is the template ``GBFSClassifier`` of a selection path (``runners.path_run``);
+#: the multitask ones are in :mod:`runners.multitask_variants`.
 ESTIMATORS: dict[str, EstimatorKind] = {
     "gbfs": _GBFS,
     "gbfs_path": _GBFS,
     "lightgbm": EstimatorKind(_lightgbm,
                               lambda args, params: lightgbm_sampling(args, params.get("lgb_params"))),
+    "gbfs_multitask": EstimatorKind(multitask_variants.multitask, _as_is, multitask=True),
+    "pooled_tasks": EstimatorKind(multitask_variants.pooled, _as_is, multitask=True),
+    "independent_tasks": EstimatorKind(multitask_variants.independent, _as_is, multitask=True,
+                                       callbacks=False),
 }
 
 
@@ -296,15 +320,6 @@ class FitProgress:
             self.bar.set_postfix(val_auc=f"{env.record['val_auc']:.4f}", refresh=False)
 
 
-def _rmse(y: np.ndarray, proba: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((y - proba) ** 2)))
-
-
-def _logloss(y: np.ndarray, proba: np.ndarray) -> float:
-    p = np.clip(proba, 1e-15, 1 - 1e-15)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-
 def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence = (),
                  evaluate_test: bool = True) -> Outcome:
     """Fit on train (validation as eval set), score validation and, unless told not to, test.
@@ -317,7 +332,12 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
     (the unpenalised refit on the selected features, part of ``fit_seconds``).
     """
     est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"))
+    kind = estimator_kind(cfg.method)
     t0 = time.perf_counter()
+    if kind.multitask:     # the metrics of runners.multitask_eval: Total and per task
+        multitask_eval.fit(est, ds, callbacks if kind.callbacks else ())
+        return Outcome(est, **multitask_eval.evaluate(est, ds, time.perf_counter() - t0, evaluate_test,
+                                                       label=cfg.method.name))
     est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), callbacks=list(callbacks))
     return evaluate(est, ds, time.perf_counter() - t0, evaluate_test)
 
@@ -326,7 +346,7 @@ def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True) -
     """The :class:`Outcome` of a fitted estimator: the metrics of :func:`fit_evaluate` (with the
     given ``fit_seconds``), its per-iteration history and its selected features."""
     p_val = est.predict_proba(ds.X_val)[:, 1]
-    metrics = {"val_auc": roc_auc(ds.y_val, p_val), "val_rmse": _rmse(ds.y_val, p_val),
+    metrics = {"val_auc": roc_auc(ds.y_val, p_val), "val_rmse": rmse(ds.y_val, p_val),
                "n_selected_features": float(len(est.selected_features_)),
                "precompute_seconds": float(est.timings_.get("precompute_seconds", 0.0)),
                "fit_seconds": fit_seconds}
@@ -338,8 +358,8 @@ def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True) -
         t0 = time.perf_counter()
         p_test = est.predict_proba(ds.X_test)[:, 1]
         metrics["predict_seconds"] = time.perf_counter() - t0
-        metrics.update(test_auc=roc_auc(ds.y_test, p_test), test_rmse=_rmse(ds.y_test, p_test),
-                       test_logloss=_logloss(ds.y_test, p_test))
+        metrics.update(test_auc=roc_auc(ds.y_test, p_test), test_rmse=rmse(ds.y_test, p_test),
+                       test_logloss=log_loss(ds.y_test, p_test))
     selected = [int(j) for j in est.selected_features_]
     if ds.relevant is not None:    # a stand-in: how many of its truly relevant columns were found
         metrics["relevant_selected"] = float(len(set(selected) & set(ds.relevant.tolist())))
@@ -386,10 +406,13 @@ def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) ->
                 for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]
     mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": features}, indent=1),
                     "selected_features.json")
+    if out.tasks is not None:
+        multitask_eval.log_tasks(out.tasks, ds.feature_names, out.history, run_id)
     with tempfile.TemporaryDirectory() as tmp:
-        model_path = Path(tmp) / "model.json"
-        out.model.save_model(model_path)
-        mlflow.log_artifact(str(model_path))
+        if hasattr(out.model, "save_model"):     # the multitask baselines have no model file
+            model_path = Path(tmp) / "model.json"
+            out.model.save_model(model_path)
+            mlflow.log_artifact(str(model_path))
         if heatmap:
             png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names,
                                       Path(tmp) / "correlations.png")

@@ -55,7 +55,7 @@ __all__ = ["best_trial", "check_search_space", "check_tune", "find_parent_run", 
 
 log = logging.getLogger(__name__)
 
-TEST_METRICS = ("test_auc", "test_rmse", "test_logloss")
+TEST_METRICS = ("test_auc", "test_auprc", "test_rmse", "test_logloss")   # test_auprc: multitask runs
 # study user attr: the study's MLflow parent run, shared by its workers and reused when resumed
 _PARENT = "mlflow_run_id"
 

@@ -92,3 +92,36 @@ def test_file_format_does_not_import_the_estimators():
     assert not imported & {"estimators", "multitask", "baselines"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "True"]  # and the package still registers them on import
+
+
+def _resealed(body):
+    body = {k: v for k, v in body.items() if k != "checksum"}
+    return {**body, "checksum": envelope.checksum(body)}
+
+
+@pytest.mark.parametrize("body, match", [
+    ({"format": [], "format_version": 1}, "not a gbfs model file"),
+    ({"format": {"a": 1}}, "not a gbfs model file"),
+    (_resealed({"format": "gbfs-model", "format_version": 1, "estimator": ["GBFSClassifier"]}),
+     "unknown estimator"),
+    (_resealed({"format": "gbfs-model", "format_version": 1, "estimator": {"a": 1}}), "unknown estimator"),
+    (_resealed({"format": "gbfs-model", "format_version": True, "estimator": "GBFSClassifier"}),
+     "unsupported format_version True"),
+], ids=["format_list", "format_object", "estimator_list", "estimator_object", "format_version_true"])
+def test_header_of_the_wrong_json_type_is_a_value_error_naming_the_file(tmp_path, body, match):
+    # not a TypeError from hashing a list, and JSON true is not version 1
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(body))
+    with pytest.raises(ValueError, match=rf"^{path}: {match}"):
+        load_model(path)
+
+
+def test_model_from_dict_verifies_like_load_model(tmp_path, data):
+    from gbfs.model_io import model_from_dict
+
+    X, y = data
+    est = GBFSClassifier(n_estimators=3, random_state=0).fit(X, y)
+    body = envelope.seal("GBFSClassifier", est._model_body())
+    np.testing.assert_array_equal(model_from_dict(body).predict_proba(X), est.predict_proba(X))
+    with pytest.raises(ValueError, match="^mem: checksum mismatch"):
+        model_from_dict({**body, "init_score": 1.0}, source="mem")

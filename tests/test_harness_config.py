@@ -14,7 +14,8 @@ DATASETS = group_options("dataset")
 
 def test_groups_hold_what_the_issue_names():
     assert set(METHODS) == {"gbfs", "agbm", "gtgbm", "gbdt_full", "gbdt_topk", "lgbm_cegb", "gbfs_topk",
-                            "gbfs_path", "agbm_path", "gtgbm_path"}
+                            "gbfs_path", "agbm_path", "gtgbm_path", "mt_agbm", "mt_gtgbm", "mt_groupsparse",
+                            "mt_singletask", "mt_independent"}
     assert {"gisette", "epsilon", "flight", "gisette_like", "epsilon_like", "flight_like"} <= set(DATASETS)
     assert {"off", "optuna"} <= set(group_options("tune"))
     assert {"sqlite", "remote"} <= set(group_options("tracking"))
@@ -34,7 +35,8 @@ def test_every_method_and_dataset_instantiates(tmp_path, method, dataset):
         assert params["max_features"] is None    # no default K: it must be given
         params["max_features"] = 5
     est = experiment.build_estimator(cfg.method, cfg.seed, cfg.n_threads, params)
-    assert est.get_params()["random_state"] == cfg.seed
+    got = est.get_params()   # a multitask baseline wraps its single-task estimator
+    assert got.get("random_state", got.get("estimator__random_state")) == cfg.seed
     # the search space names parameters of the method, with valid types (a path has none)
     for name, spec in (cfg.method.search_space or {}).items():
         assert name in cfg.method.params
@@ -104,5 +106,6 @@ def test_path_methods_are_their_method_as_a_path(tmp_path, method, template):
 
 def test_unknown_estimator_names_the_known_ones(tmp_path):
     cfg = compose_cfg(tmp_path, ["method=agbm", "method.estimator=xgboost"])
-    with pytest.raises(ValueError, match=r"must be one of \['gbfs', 'gbfs_path', 'lightgbm'\]"):
+    with pytest.raises(ValueError, match=r"must be one of \['gbfs', 'gbfs_multitask', 'gbfs_path', "
+                                         r"'independent_tasks', 'lightgbm', 'pooled_tasks'\]"):
         experiment.build_estimator(cfg.method, 0, 1, experiment.method_params(cfg.method))

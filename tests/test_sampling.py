@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from gbfs.sampling import (
+    DEFAULTS,
+    GOSS,
+    MVS,
     N_PIVOTS,
     SAMPLERS,
+    SGB,
+    USED_BY,
+    MVSAdaptive,
     RowSampler,
     adaptive_lambda,
     from_params,
@@ -120,16 +126,16 @@ def test_mvs_degenerate_gradients():
     np.testing.assert_allclose(p[10:], (100 - 10) / (n - 10))
     # rows with g_hat == 0 under mu > 0 are never sampled
     g = np.where(rng.random(n) < 0.5, 0.0, rng.standard_normal(n))
-    sampler = RowSampler("mvs", subsample=0.2, mvs_lambda=0.0)
+    sampler = MVS(subsample=0.2, mvs_lambda=0.0)
     for seed in range(20):
         rows, w = sampler.sample(g, np.ones(n), 0, np.random.default_rng(seed))
         assert np.all(g[rows] != 0.0)
     # subsample 1: every row, weight 1
-    rows, w = RowSampler("mvs", subsample=1.0).sample(g, np.ones(n), 0, rng)
+    rows, w = MVS(subsample=1.0).sample(g, np.ones(n), 0, rng)
     np.testing.assert_array_equal(rows, np.arange(n))
     np.testing.assert_array_equal(w, 1.0)
     # never empty, even when the expected size is far below one row
-    rows, w = RowSampler("mvs", subsample=1e-6).sample(rng.random(50), None, 0, rng)
+    rows, w = MVS(subsample=1e-6).sample(rng.random(50), None, 0, rng)
     assert rows.size >= 1 and np.all(w >= 1.0)
 
 
@@ -137,7 +143,7 @@ def test_mvs_sample_matches_its_probabilities():
     rng = np.random.default_rng(1)
     n = 300
     g, h = rng.standard_normal(n), rng.random(n) + 0.5
-    sampler = RowSampler("mvs", subsample=0.3, mvs_lambda=0.5)
+    sampler = MVS(subsample=0.3, mvs_lambda=0.5)
     counts = np.zeros(n)
     draws = 2000
     for seed in range(draws):
@@ -157,23 +163,23 @@ def test_adaptive_lambda_is_the_squared_root_newton_value():
     assert adaptive_lambda(g, None) == pytest.approx(g.mean() ** 2, rel=1e-12)
     assert adaptive_lambda(g, np.zeros(100)) == 0.0
     lam = adaptive_lambda(g, h)
-    a = RowSampler("mvs_adaptive", subsample=0.3).sample(g, h, 0, np.random.default_rng(5))
-    b = RowSampler("mvs", subsample=0.3, mvs_lambda=lam).sample(g, h, 0, np.random.default_rng(5))
+    a = MVSAdaptive(subsample=0.3).sample(g, h, 0, np.random.default_rng(5))
+    b = MVS(subsample=0.3, mvs_lambda=lam).sample(g, h, 0, np.random.default_rng(5))
     np.testing.assert_array_equal(a[0], b[0])
     np.testing.assert_allclose(a[1], b[1], rtol=1e-12)
-    assert RowSampler("mvs_adaptive").lambda_for(g, h) == lam
-    assert RowSampler("mvs", mvs_lambda=0.3).lambda_for(g, h) == 0.3
-    assert RowSampler("goss").lambda_for(g, h) is None
+    assert MVSAdaptive().lambda_for(g, h) == lam
+    assert MVS(mvs_lambda=0.3).lambda_for(g, h) == 0.3
+    assert GOSS().lambda_for(g, h) is None
 
 
-UNBIASED = [RowSampler("sgb", subsample=0.2), RowSampler("goss", top_rate=0.1, other_rate=0.15),
-            RowSampler("goss", top_rate=0.3, other_rate=0.05, goss_style="lightgbm"),
-            RowSampler("mvs", subsample=0.2, mvs_lambda=0.1),
-            RowSampler("mvs", subsample=0.2, mvs_lambda=0.0),
-            RowSampler("mvs_adaptive", subsample=0.2)]
+UNBIASED = [SGB(subsample=0.2), GOSS(top_rate=0.1, other_rate=0.15),
+            GOSS(top_rate=0.3, other_rate=0.05, goss_style="lightgbm"),
+            MVS(subsample=0.2, mvs_lambda=0.1),
+            MVS(subsample=0.2, mvs_lambda=0.0),
+            MVSAdaptive(subsample=0.2)]
 
 
-@pytest.mark.parametrize("sampler", UNBIASED, ids=lambda s: f"{s.kind}-{s.goss_style}")
+@pytest.mark.parametrize("sampler", UNBIASED, ids=lambda s: f"{s.kind}-{getattr(s, 'goss_style', '')}")
 def test_weighted_node_sums_are_unbiased(sampler):
     rng = np.random.default_rng(7)
     n = 257
@@ -197,7 +203,7 @@ def test_goss_counts_and_weights():
     rng = np.random.default_rng(4)
     n = 1003
     g, h = rng.standard_normal(n), rng.random(n) + 0.1
-    sampler = RowSampler("goss", top_rate=0.2, other_rate=0.1)
+    sampler = GOSS(top_rate=0.2, other_rate=0.1)
     rows, w = sampler.sample(g, h, 0, rng)
     a, b = round(0.2 * n), round(0.1 * n)
     assert rows.size == a + b
@@ -206,7 +212,7 @@ def test_goss_counts_and_weights():
     np.testing.assert_array_equal(w[np.isin(rows, top)], 1.0)
     np.testing.assert_allclose(w[~np.isin(rows, top)], (n - a) / b, rtol=1e-15)
     # LightGBM style: ranked by |g h|, nothing sampled during the first floor(1 / learning_rate) iterations
-    lgb = RowSampler("goss", top_rate=0.2, other_rate=0.1, goss_style="lightgbm", learning_rate=0.3)
+    lgb = GOSS(top_rate=0.2, other_rate=0.1, goss_style="lightgbm", learning_rate=0.3)
     for it in range(3):
         rows, w = lgb.sample(g, h, it, rng)
         np.testing.assert_array_equal(rows, np.arange(n))
@@ -217,14 +223,14 @@ def test_goss_counts_and_weights():
     np.testing.assert_array_equal(np.sort(rows[w == 1.0]), np.sort(top_gh))
     assert not set(top) <= set(rows.tolist())     # a different ranking than |g|
     # rounding can make a + b exceed N: b is clipped, never more rows than N
-    rows, w = RowSampler("goss", top_rate=1 / 6, other_rate=5 / 6).sample(rng.random(9), None, 0, rng)
+    rows, w = GOSS(top_rate=1 / 6, other_rate=5 / 6).sample(rng.random(9), None, 0, rng)
     np.testing.assert_array_equal(rows, np.arange(9))
 
 
 def test_sgb_count_weights_and_determinism():
     g = np.random.default_rng(0).standard_normal(1001)
     for kind, kw in [("sgb", {"subsample": 0.3}), ("goss", {}), ("mvs", {}), ("mvs_adaptive", {})]:
-        sampler = RowSampler(kind, **kw)
+        sampler = SAMPLERS[kind](**kw)
         rows, w = sampler.sample(g, None, 0, np.random.default_rng(42))
         assert rows.dtype == np.int32 and w.dtype == np.float64 and rows.shape == w.shape
         assert np.all(np.diff(rows) > 0) and rows[0] >= 0 and rows[-1] < g.size
@@ -237,17 +243,41 @@ def test_sgb_count_weights_and_determinism():
             k = round(0.3 * g.size)
             assert rows.size == k
             np.testing.assert_allclose(w, g.size / k, rtol=1e-15)
-    rows, w = RowSampler("sgb", subsample=1e-9).sample(g, None, 0, np.random.default_rng(0))
+    rows, w = SGB(subsample=1e-9).sample(g, None, 0, np.random.default_rng(0))
     assert rows.size == 1
 
 
 def test_from_params_builds_with_defaults():
     assert from_params(None) is None
-    assert from_params("sgb") == RowSampler("sgb", subsample=0.5)
+    assert from_params("sgb") == SGB(subsample=0.5)
     s = from_params("goss", top_rate=0.3, goss_style="lightgbm", learning_rate=0.05)
     assert (s.top_rate, s.other_rate, s.goss_style, s.learning_rate) == (0.3, 0.1, "lightgbm", 0.05)
     assert from_params("mvs").mvs_lambda == 0.1
     assert {from_params(k).kind for k in SAMPLERS} == set(SAMPLERS)
+
+
+def test_registry_of_the_built_in_samplers():
+    assert list(SAMPLERS) == ["sgb", "goss", "mvs", "mvs_adaptive"]
+    assert [cls.kind for cls in SAMPLERS.values()] == list(SAMPLERS)
+    assert all(issubclass(cls, RowSampler) for cls in SAMPLERS.values())
+    # each sampler declares exactly the estimator arguments it reads
+    assert SGB.arguments() == ("subsample",)
+    assert GOSS.arguments() == ("top_rate", "other_rate", "goss_style")
+    assert MVS.arguments() == ("subsample", "mvs_lambda")
+    assert MVSAdaptive.arguments() == ("subsample",)
+    assert dict(USED_BY) == {"subsample": ("sgb", "mvs", "mvs_adaptive"), "top_rate": ("goss",),
+                             "other_rate": ("goss",), "mvs_lambda": ("mvs",), "goss_style": ("goss",)}
+    assert dict(DEFAULTS) == {"subsample": 0.5, "top_rate": 0.2, "other_rate": 0.1, "mvs_lambda": 0.1,
+                              "goss_style": "paper"}
+    # built directly, a sampler checks its own parameters and has no others
+    with pytest.raises(ValueError, match="top_rate \\+ other_rate"):
+        GOSS(top_rate=0.7, other_rate=0.4)
+    with pytest.raises(ValueError, match="subsample"):
+        MVSAdaptive(subsample=0.0)
+    with pytest.raises(TypeError):
+        MVS(goss_style="lightgbm")
+    with pytest.raises(TypeError):
+        RowSampler()          # abstract
 
 
 @pytest.mark.parametrize("kwargs, name", [

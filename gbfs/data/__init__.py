@@ -8,7 +8,9 @@
 Real datasets (a manifest in ``datasets/``): ``gisette``, ``epsilon``, ``flight``.
 Synthetic stand-ins (no download): ``gisette_like``, ``epsilon_like``, ``flight_like``,
 ``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic`).  Real data bundled with
-scikit-learn (no download): ``breast_cancer``, ``digits`` (see :mod:`gbfs.data.bundled`).  The
+scikit-learn (no download): ``breast_cancer``, ``digits`` (see :mod:`gbfs.data.bundled`).
+Multitask data from a multiclass ``.npz`` file, one task per class against the rest:
+``isolet_ovr``, ``tox171_ovr``, ``ovr`` (see :mod:`gbfs.data.ovr`).  The
 validation split is ``val_fraction`` (20 %) of train, stratified by label (and task), drawn with
 ``seed``; the test split is used as published (bundled data: a seeded 25 % of the rows).  The
 command line is ``python -m gbfs.data``.
@@ -23,6 +25,7 @@ from numbers import Real
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from . import ovr
 from .bundled import LOADERS as BUNDLED
 from .bundled import bundled as _bundled
 from .download import ChecksumError, ContentError, DownloadError, LockFileError, RetryPolicy, file_status
@@ -36,6 +39,7 @@ from .manifest import (
     available_manifests,
     read_manifest,
 )
+from .ovr import OVR_DATASETS
 from .prepare import CacheError, load_prepared
 from .synthetic import GENERATORS
 from .synthetic_base import check_positive
@@ -53,7 +57,7 @@ class Dataset:
 
     ``relevant`` holds the truly relevant columns of a synthetic stand-in (``None`` for real
     data); ``checksum`` says how the raw files were verified; ``task_*`` are the task ids
-    of the multitask generator (else ``None``).
+    of the multitask datasets (else ``None``), ``task_names`` their names in task-id order.
     """
 
     name: str
@@ -72,6 +76,7 @@ class Dataset:
     task_val: np.ndarray | None = None
     task_test: np.ndarray | None = None
     relevant_per_task: tuple[np.ndarray, ...] | None = None
+    task_names: tuple[str, ...] | None = None
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         _check_split(split)
@@ -79,9 +84,11 @@ class Dataset:
 
 
 def list_datasets(root=None) -> dict[str, list[str]]:
-    """``{"real": [...], "bundled": [...], "synthetic": [...]}``: the names :func:`load_dataset`
-    accepts (real: a manifest to download; bundled: shipped with scikit-learn)."""
-    return {"real": available_manifests(root), "bundled": sorted(BUNDLED), "synthetic": sorted(GENERATORS)}
+    """``{"real": [...], "bundled": [...], "synthetic": [...], "one_vs_rest": [...]}``: the names
+    :func:`load_dataset` accepts (real: a manifest to download; bundled: shipped with scikit-learn;
+    one_vs_rest: a multiclass ``.npz`` given by ``path``)."""
+    return {"real": available_manifests(root), "bundled": sorted(BUNDLED), "synthetic": sorted(GENERATORS),
+            "one_vs_rest": sorted(OVR_DATASETS)}
 
 
 def load(name: str, split: str = "train", **kwargs) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -105,8 +112,9 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     ----------
     name : str
         A real dataset with a manifest (``gisette``, ``epsilon``, ``flight``), one bundled with
-        scikit-learn (``breast_cancer``, ``digits``) or a synthetic stand-in (``gisette_like``,
-        ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``).
+        scikit-learn (``breast_cancer``, ``digits``), a synthetic stand-in (``gisette_like``,
+        ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``) or one-vs-rest tasks of a
+        multiclass ``.npz`` (``isolet_ovr``, ``tox171_ovr``, ``ovr``; :func:`gbfs.data.ovr.load`).
     root : path, optional
         Data root (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``).
     val_fraction : float in (0, 1)
@@ -122,11 +130,15 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     mirror : str, optional
         Base URL replacing the hosts of the manifest's URLs (default ``$GBFS_DATA_MIRROR``).
     **generator_kwargs
-        Further arguments of a synthetic generator (e.g. ``n_features`` of ``figure1``).
+        Further arguments of a synthetic generator (e.g. ``n_features`` of ``figure1``), or of a
+        one-vs-rest dataset (``path``, ``n_tasks``, ``classes``, ``test_fraction``).
     """
     val_fraction, scale = _check_args(val_fraction, seed, scale)
     if name in GENERATORS:
         return _synthetic(name, val_fraction, seed, scale, generator_kwargs)
+    if name in OVR_DATASETS:
+        fields = ovr.load(name, val_fraction=val_fraction, seed=seed, scale=scale, **generator_kwargs)
+        return Dataset(name=name, task="binary", checksum="not verified (a local file)", **fields)
     if generator_kwargs:
         raise TypeError(f"unexpected arguments for the real dataset {name!r}: {sorted(generator_kwargs)}")
     if scale > 1:
@@ -194,7 +206,8 @@ def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:
     task_ids = {}
     if data.task_train is not None:
         task_ids = dict(task_train=data.task_train[tr], task_val=data.task_train[va],
-                        task_test=data.task_test, relevant_per_task=data.relevant_per_task)
+                        task_test=data.task_test, relevant_per_task=data.relevant_per_task,
+                        task_names=tuple(f"T{t + 1}" for t in range(int(data.task_train.max()) + 1)))
     return Dataset(name=name, X_train=data.X_train[tr], y_train=data.y_train[tr], X_val=data.X_train[va],
                    y_val=data.y_train[va], X_test=data.X_test, y_test=data.y_test,
                    feature_names=list(data.feature_names), task=data.task, relevant=data.relevant, **task_ids)
