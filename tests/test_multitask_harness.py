@@ -17,11 +17,14 @@ from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
+from gbfs import GBFSClassifier
 from gbfs.data import load_dataset
+from gbfs.data.ovr import one_vs_rest
 from runners import experiment
 from runners import multitask as mt_runner
 from runners import run as run_module
 from runners import tune as tune_module
+from runners.multitask_variants import IndependentWithinBudget, PooledWithinBudget
 from runners.search_space import check_search_space
 
 VARIANTS = ("mt_agbm", "mt_gtgbm", "mt_groupsparse", "mt_singletask", "mt_independent")
@@ -87,7 +90,35 @@ def test_multitask_method_on_single_task_data_fails_before_any_run(tmp_path):
     assert not (tmp_path / "mlflow.db").exists()
 
 
+def test_multitask_method_refuses_stability(tmp_path):
+    cfg = compose_cfg(tmp_path, ["method=mt_agbm", "dataset=multitask", "stability.enabled=true"])
+    with pytest.raises(ValueError, match="stability.enabled"):
+        experiment.check_dataset(cfg)
+    # the generator's scale multiplies its rows, as the _like stand-ins' does
+    scaled = compose_cfg(tmp_path, ["method=mt_agbm", "dataset=multitask", "dataset.scale=2"])
+    experiment.check_dataset(scaled)
+
+
 # ---------------------------------------------------------------------------- one-vs-rest data
+
+def test_one_vs_rest_stacks_task_major():
+    X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    Xs, ys, ts = one_vs_rest(X, np.array([2, 1, 2, 3]), [2, 3])
+    assert np.array_equal(Xs, np.vstack([X, X])) and ts.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert ys.tolist() == [1, 0, 1, 0, 0, 0, 0, 1]
+
+
+def test_malformed_npz_and_settings_are_refused(tmp_path):
+    np.savez(tmp_path / "bad.npz", X=np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="no array.*'y'"):
+        load_dataset("ovr", path=tmp_path / "bad.npz")
+    _write_npz(tmp_path / "ok.npz")
+    with pytest.raises(ValueError, match="n_tasks=9 but y has only 4 classes"):
+        load_dataset("ovr", path=tmp_path / "ok.npz", n_tasks=9)
+    with pytest.raises(ValueError, match="classes must be distinct labels"):
+        load_dataset("ovr", path=tmp_path / "ok.npz", classes=[7])
+    with pytest.raises(FileNotFoundError, match="GBFS_SHARED_DATA"):
+        load_dataset("ovr")                          # no path and no registered file
 
 def test_one_vs_rest_builder_stacks_every_row_per_task(tmp_path):
     X, y = _write_npz(tmp_path / "multi.npz")
@@ -164,6 +195,21 @@ def test_baselines_run_within_a_budget(tmp_path, method):
     assert metrics["n_selected_features"] <= 4 and 0 <= metrics["test_auprc"] <= 1
     _, (r,) = _runs(tmp_path)
     assert r.data.tags["budget"] == "4"
+
+
+def test_budget_wrappers_hold_the_union_of_the_tasks_features():
+    ds = load_dataset("multitask", scale=0.05, n_tasks=3, n_features=30, n_shared=2, n_specific=2)
+    fit = dict(eval_set=(ds.X_val, ds.y_val, ds.task_val))
+    base = GBFSClassifier(mu=0.0, n_estimators=10, random_state=0)
+    pooled = PooledWithinBudget(base, max_features=4).fit(ds.X_train, ds.y_train, ds.task_train, **fit)
+    assert pooled.n_features_selected_ <= 4 and pooled.inner_max_features_ >= 4   # the task columns are free
+    assert pooled.predict_proba(ds.X_test, ds.task_test).shape == (len(ds.y_test), 2)
+    assert len(pooled.history_) == 10 and "boosting_seconds" in pooled.timings_
+    ind = IndependentWithinBudget(base, max_features=7).fit(ds.X_train, ds.y_train, ds.task_train, **fit)
+    assert ind.n_features_selected_ <= 7 and ind.inner_max_features_ >= 7 // 3
+    assert all(len(f) <= ind.inner_max_features_ for f in ind.selected_features_per_task_)
+    with pytest.raises(ValueError, match="below the number of tasks"):
+        IndependentWithinBudget(base, max_features=2).fit(ds.X_train, ds.y_train, ds.task_train)
 
 
 def test_comparison_draws_the_figure_as_an_artifact(tmp_path):
