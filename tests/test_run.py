@@ -184,6 +184,7 @@ def test_quickstart_experiment_end_to_end(tmp_path):
     assert all(r.info.status == "FINISHED" for r in runs)
 
 
+@pytest.mark.slow  # two joblib workers, ~20 s; CI runs the slow tests too
 def test_parallel_joblib_multirun_on_a_fresh_store(tmp_path):
     """Four jobs at once on a store that does not exist yet: none is lost."""
     env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
@@ -226,6 +227,7 @@ def test_optuna_storage_is_created_before_parallel_jobs(tmp_path):
     assert not (tmp_path / "off" / "optuna.db").exists()
 
 
+@pytest.mark.slow  # two joblib workers, ~20 s; CI runs the slow tests too
 def test_parallel_tuning_multirun_on_fresh_stores(tmp_path):
     """Four tuning jobs at once on an Optuna storage and an MLflow store that do not exist yet."""
     env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
