@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .callbacks import CallbackEnv, EarlyStopException
+from .callbacks import CallbackEnv, EarlyStopException, reset_all
 from .feature_search import FeatureSearch
 from .grower import GrowthParams
 from .loss import LOSSES
@@ -95,9 +95,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
     evaluators = [Evaluator(name, Xb, yv, step.init_score, params.loss) for name, Xb, yv in evals]
     trees, history = [], []
     best_iteration = None
-    for cb in callbacks:
-        if hasattr(cb, "reset"):
-            cb.reset()
+    reset_all(callbacks)
     start = time.perf_counter()
     try:
         for it in range(params.n_estimators):

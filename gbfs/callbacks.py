@@ -36,6 +36,13 @@ class CallbackEnv:
     end_iteration: int = 0
 
 
+def reset_all(callbacks) -> None:
+    """Call ``reset()`` on every callback that has one: the start of a fit."""
+    for cb in callbacks:
+        if hasattr(cb, "reset"):
+            cb.reset()
+
+
 class EarlyStopException(Exception):
     """Raised by a callback to stop boosting; the model keeps trees ``0..best_iteration``."""
 

@@ -119,26 +119,34 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan",
                              order="C")
 
+    #: what an eval_set tuple holds (a multitask estimator adds the rows' tasks)
+    _eval_fields = ("X_val", "y_val")
+
     def _check_eval_set(self, eval_set):
         if eval_set is None:
             return []
+        fields = ", ".join(self._eval_fields)
         if isinstance(eval_set, tuple):
             eval_set = [eval_set]
         if not isinstance(eval_set, list):
-            raise TypeError("eval_set must be a tuple (X_val, y_val) or a list of such tuples, "
+            raise TypeError(f"eval_set must be a tuple ({fields}) or a list of such tuples, "
                             f"got {type(eval_set).__name__}")
         out = []
-        for k, pair in enumerate(eval_set):
-            if not isinstance(pair, tuple) or len(pair) != 2:
-                raise TypeError(f"eval_set[{k}] must be a tuple (X_val, y_val)")
-            Xv, yv = pair
+        for k, item in enumerate(eval_set):
+            if not isinstance(item, tuple) or len(item) != len(self._eval_fields):
+                raise TypeError(f"eval_set[{k}] must be a tuple ({fields})")
+            Xv, yv, *rest = item
             try:
                 Xv = self._check_X(Xv, reset=False, name=f"eval_set[{k}] X")
             except ValueError as e:
                 raise ValueError(f"eval_set[{k}]: {e}") from e
             yv = V.target_array(yv, type(self).__name__, Xv.shape[0], f"eval_set[{k}] y")
-            out.append((Xv, self._encode_y(yv, f"eval_set[{k}] y")))
+            out.append((Xv, self._encode_y(yv, f"eval_set[{k}] y"), *self._eval_extras(k, Xv, rest)))
         return out
+
+    def _eval_extras(self, k: int, Xv, rest: list) -> tuple:
+        """The checked fields of eval_set[k] after ``y_val`` (none for a single-task estimator)."""
+        return ()
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, X, y, eval_set=None, callbacks=None):

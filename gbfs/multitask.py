@@ -103,27 +103,10 @@ class _MultitaskBase(_GBFSBase):
                              f"(tasks: {self.tasks_.tolist()[:20]})")
         return idx
 
-    def _check_eval_set(self, eval_set):
-        if eval_set is None:
-            return []
-        if isinstance(eval_set, tuple):
-            eval_set = [eval_set]
-        if not isinstance(eval_set, list):
-            raise TypeError("eval_set must be a tuple (X_val, y_val, task_val) or a list of such tuples, "
-                            f"got {type(eval_set).__name__}")
-        out = []
-        for k, triple in enumerate(eval_set):
-            if not isinstance(triple, tuple) or len(triple) != 3:
-                raise TypeError(f"eval_set[{k}] must be a tuple (X_val, y_val, task_val)")
-            Xv, yv, tv = triple
-            try:
-                Xv = self._check_X(Xv, reset=False, name=f"eval_set[{k}] X")
-            except ValueError as e:
-                raise ValueError(f"eval_set[{k}]: {e}") from e
-            yv = V.target_array(yv, type(self).__name__, Xv.shape[0], f"eval_set[{k}] y")
-            out.append((Xv, self._encode_y(yv, f"eval_set[{k}] y"),
-                        self._task_index(tv, Xv.shape[0], f"eval_set[{k}] task")))
-        return out
+    _eval_fields = ("X_val", "y_val", "task_val")
+
+    def _eval_extras(self, k: int, Xv, rest: list) -> tuple:
+        return (self._task_index(rest[0], Xv.shape[0], f"eval_set[{k}] task"),)
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, X, y, task, eval_set=None, callbacks=None):

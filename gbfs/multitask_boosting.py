@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .boosting import BoostingParams, BoostingResult, Evaluator, selection_settled
-from .callbacks import CallbackEnv, EarlyStopException
+from .callbacks import CallbackEnv, EarlyStopException, reset_all
 from .metrics import task_weighted
 from .multitask_usage import MultitaskUsage
 from .tree_step import TreeStep
@@ -53,9 +53,7 @@ def boost_multitask(tasks: list[TaskData], bin_mapper, params: BoostingParams, u
     trees: list[list] = [[] for _ in tasks]
     history: list[dict] = []
     best_iteration = None
-    for cb in callbacks:
-        if hasattr(cb, "reset"):
-            cb.reset()
+    reset_all(callbacks)
     start = time.perf_counter()
     try:
         for it in range(params.n_estimators):
