@@ -22,9 +22,9 @@ import numba
 import numpy as np
 from numba import njit
 
-from ._types import MISSING_BIN, N_BINS, ROW_DTYPE
+from ._types import MISSING_BIN, ROW_DTYPE
 from .feature_search import FeatureSearch
-from .histogram import build_histogram, build_histogram_features, gather, new_histogram
+from .histogram import HistogramLayout, build_histogram, gather
 from .penalty import Usage
 from .splitting import (
     build_and_scan,
@@ -39,7 +39,7 @@ from .tree import TreeBuilder
 #: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
 #: node for 5 features of 900 rows in parallel against ~0.02 ms serial)
 SERIAL_WORK = 60_000
-#: histogram subtractions of at most this many features run on one thread (256 bins each)
+#: histogram subtractions of at most this many features run on one thread
 SERIAL_SUBTRACT_FEATURES = 48
 
 
@@ -135,13 +135,14 @@ class TreeGrower:
         self.search = FeatureSearch() if search is None else search
         self.X_binned = X_binned
         self.bin_mapper = bin_mapper
-        self.n_bins = bin_mapper.n_bins_non_missing_
+        self.layout = HistogramLayout(bin_mapper.n_bins_non_missing_)
+        self.n_bins, self.offsets = self.layout.n_bins, self.layout.offsets
         self.params = params
         n, d = X_binned.shape
         self.n_features = d
         self.features = np.arange(d, dtype=np.int64)
         self._n_chunks = max(1, min(d, 8 * numba.get_num_threads()))
-        hist_bytes = d * N_BINS * 3 * 8
+        hist_bytes = max(self.layout.nbytes, 1)
         # a subtraction needs two buffers (the kept parent and the transient smaller child); when
         # the budget cannot hold two (wide, short data such as Gisette, where one histogram is as
         # large as the binned matrix) every node is built from its rows instead
@@ -150,7 +151,7 @@ class TreeGrower:
             self._max_hists = 0
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
-        self._dummy_hist = np.empty((1, N_BINS, 3))
+        self._dummy_hist = np.empty((1, 3))
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
@@ -163,7 +164,7 @@ class TreeGrower:
         if self._free_hists:
             return self._free_hists.pop()
         self._n_hists += 1
-        return new_histogram(self.n_features)
+        return self.layout.new()
 
     def _can_keep(self) -> bool:
         # reserve one buffer for the transient smaller child of a later subtraction
@@ -307,13 +308,14 @@ class TreeGrower:
         p = self.params
         hist = node.hist if keep else self._dummy_hist
         if node.count * features.shape[0] <= SERIAL_WORK:
-            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.n_bins,
+            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets, self.n_bins,
                                   node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf),
                                   p.min_child_weight, p.reg_lambda, node.gain, node.bin, node.missing_left,
                                   node.left_sums)
             return
         build_and_scan(self._X, rows, r_ord, h_ord, features,
-                       max(1, min(self._n_chunks, features.shape[0])), keep, hist, self.n_bins, node.sum_g,
+                       max(1, min(self._n_chunks, features.shape[0])), keep, hist, self.offsets, self.n_bins,
+                       node.sum_g,
                        node.sum_h, float(node.count), float(p.min_samples_leaf), p.min_child_weight,
                        p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
 
@@ -342,7 +344,7 @@ class TreeGrower:
         large.searched = features
         serial = features.shape[0] <= SERIAL_SUBTRACT_FEATURES
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
-        kernel(parent_hist, small_hist, features, self.n_bins, large.sum_g,
+        kernel(parent_hist, small_hist, features, self.offsets, self.n_bins, large.sum_g,
                           large.sum_h, float(large.count), float(p.min_samples_leaf),
                           p.min_child_weight, p.reg_lambda, large.gain, large.bin,
                           large.missing_left, large.left_sums)
@@ -388,10 +390,7 @@ class TreeGrower:
             else:
                 small.hist = self._get_hist()
                 rows, r_ord, h_ord = self.gathered(small)
-                if wanted is self.features:
-                    build_histogram(self._X, rows, r_ord, h_ord, small.hist)
-                else:
-                    build_histogram_features(self._X, rows, r_ord, h_ord, wanted, small.hist)
+                build_histogram(self._X, rows, r_ord, h_ord, wanted, self.offsets, self.n_bins, small.hist)
             parent_hist, parent.hist = parent.hist, None
             self._search_by_subtraction(large, parent_hist, small.hist, wanted)
             if not (self.splittable(small) and self._keep_hist(small)):

@@ -51,14 +51,16 @@ def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, mi
 def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda):
     """Best threshold of one feature: (gain, bin, missing_left, left g, left h, left count).
 
+    ``hf`` holds the feature's ``n_bins`` value bins and then its missing bin.
+
     Left child = bins ``<= t``; the missing bin goes to whichever side is better.
     When the node holds no missing value the missing direction is the larger child
     (rows with NaN at prediction time follow the majority, as in scikit-learn).
     """
     parent_term = sum_g * sum_g / (sum_h + reg_lambda)
-    mg = hf[MISSING_BIN, 0]
-    mh = hf[MISSING_BIN, 1]
-    mc = hf[MISSING_BIN, 2]
+    mg = hf[n_bins, 0]  # the missing bin follows the value bins
+    mh = hf[n_bins, 1]
+    mc = hf[n_bins, 2]
     has_missing = mc > 0
     best = -np.inf
     best_bin = -1
@@ -100,23 +102,29 @@ def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_w
     return best, best_bin, best_ml, blg, blh, blc
 
 
+@njit(cache=True, nogil=True)
+def _store_split(f, res, gain, bin_, missing_left, left_sums):
+    gain[f] = res[0]
+    bin_[f] = res[1]
+    missing_left[f] = res[2]
+    left_sums[f, 0] = res[3]
+    left_sums[f, 1] = res[4]
+    left_sums[f, 2] = res[5]
+
+
 @njit(parallel=True, cache=True)
-def best_splits_per_feature(hist, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+def best_splits_per_feature(hist, features, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                             min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
-    """Fill the per-feature best split arrays of one node; parallel over features.
+    """Fill the best split arrays of ``features`` from the flat ``hist``; parallel over features.
 
     ``gain[f]`` is ``-inf`` when feature ``f`` has no admissible split.
     ``left_sums[f]`` holds (G_L, H_L, count_L) of that split.
     """
-    for f in prange(hist.shape[0]):
-        g, b, ml, lg, lh, lc = _scan_feature(hist[f], n_bins_non_missing[f], sum_g, sum_h, sum_c,
-                                             min_samples_leaf, min_child_weight, reg_lambda)
-        gain[f] = g
-        bin_[f] = b
-        missing_left[f] = ml
-        left_sums[f, 0] = lg
-        left_sums[f, 1] = lh
-        left_sums[f, 2] = lc
+    for k in prange(features.shape[0]):
+        f = features[k]
+        res = _scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
+                            min_samples_leaf, min_child_weight, reg_lambda)
+        _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
 def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[int, float]:
@@ -135,90 +143,83 @@ def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[
 #
 # With thousands of features a node histogram is tens of MB (Gisette: 5000 x 256 x 24 B = 30 MB), so
 # separate build / subtract / scan passes are bound by memory traffic, not by the row work.  These
-# kernels handle one feature at a time: its 6 KiB histogram is filled and scanned in L1, and written
-# to the node's histogram buffer only when the grower keeps it for a later subtraction.
-
-@njit(cache=True, nogil=True)
-def _store_split(f, res, gain, bin_, missing_left, left_sums):
-    gain[f] = res[0]
-    bin_[f] = res[1]
-    missing_left[f] = res[2]
-    left_sums[f, 0] = res[3]
-    left_sums[f, 1] = res[4]
-    left_sums[f, 2] = res[5]
-
+# kernels handle one feature at a time: its (at most 6 KiB) histogram is filled and scanned in L1,
+# and written to the node's histogram buffer only when the grower keeps it for a later subtraction.
 
 @njit(cache=True, nogil=True, inline="always")
-def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins_non_missing, sum_g, sum_h, sum_c,
+def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, nb, sum_g, sum_h, sum_c,
                     min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
-    _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf)
-    res = _scan_feature(hf, n_bins_non_missing[f], sum_g, sum_h, sum_c, min_samples_leaf,
+    _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
+    res = _scan_feature(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf,
                         min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
 @njit(parallel=True, cache=True)
-def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, n_bins_non_missing,
+def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins,
                    sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
                    gain, bin_, missing_left, left_sums):
     """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature.
 
-    If ``keep`` the histogram is written to ``hist[f]`` (for a later subtraction); otherwise
-    a per-chunk scratch histogram is used and ``hist`` is not touched.
+    If ``keep`` the histogram is written to the feature's bins of the flat ``hist`` (for a later
+    subtraction); otherwise a per-chunk scratch histogram is used and ``hist`` is not touched.
     """
     n_feat = features.shape[0]
     for c in prange(n_chunks):
-        scratch = np.empty((hist.shape[1], 3), dtype=np.float64)
+        scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
         for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
             f = features[k]
-            _build_scan_one(X_binned, rows, r_ord, h_ord, f, hist[f] if keep else scratch,
-                            n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-                            reg_lambda, gain, bin_, missing_left, left_sums)
+            hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
+            _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], sum_g, sum_h, sum_c,
+                            min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
+                            left_sums)
 
 
 @njit(cache=True, nogil=True)
-def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, n_bins_non_missing,
+def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins,
                           sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
                           gain, bin_, missing_left, left_sums):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
-    scratch = np.empty((hist.shape[1], 3), dtype=np.float64)
+    scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
     for k in range(features.shape[0]):
         f = features[k]
-        _build_scan_one(X_binned, rows, r_ord, h_ord, f, hist[f] if keep else scratch, n_bins_non_missing,
-                        sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, gain, bin_,
-                        missing_left, left_sums)
+        hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
+        _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], sum_g, sum_h, sum_c,
+                        min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
+                        left_sums)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _subtract_scan_one(pf, sf, f, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+def _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                        min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
-    for b in range(pf.shape[0]):
-        pf[b, 0] -= sf[b, 0]
-        pf[b, 1] -= sf[b, 1]
-        pf[b, 2] -= sf[b, 2]
-    res = _scan_feature(pf, n_bins_non_missing[f], sum_g, sum_h, sum_c, min_samples_leaf,
-                        min_child_weight, reg_lambda)
+    for b in range(offsets[f], offsets[f + 1]):
+        parent[b, 0] -= small[b, 0]
+        parent[b, 1] -= small[b, 1]
+        parent[b, 2] -= small[b, 2]
+    res = _scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
+                        min_samples_leaf, min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
 @njit(parallel=True, cache=True)
-def subtract_and_scan(parent, small, features, n_bins_non_missing, sum_g, sum_h, sum_c,
+def subtract_and_scan(parent, small, features, offsets, n_bins, sum_g, sum_h, sum_c,
                       min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
                       left_sums):
-    """``parent[f] -= small[f]`` (the parent's buffer becomes the larger child's) and scan it."""
+    """Feature ``f``'s bins: ``parent -= small`` (the parent's buffer becomes the larger child's),
+    then scan them."""
     for k in prange(features.shape[0]):
         f = features[k]
-        _subtract_scan_one(parent[f], small[f], f, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+        _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                            min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
 
 
 @njit(cache=True, nogil=True)
-def subtract_and_scan_serial(parent, small, features, n_bins_non_missing, sum_g, sum_h, sum_c,
+def subtract_and_scan_serial(parent, small, features, offsets, n_bins, sum_g, sum_h, sum_c,
                              min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
                              left_sums):
     """:func:`subtract_and_scan` on one thread (a few features: no thread-pool wake-up)."""
     for k in range(features.shape[0]):
         f = features[k]
-        _subtract_scan_one(parent[f], small[f], f, n_bins_non_missing, sum_g, sum_h, sum_c, min_samples_leaf,
+        _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                            min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)

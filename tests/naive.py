@@ -56,6 +56,17 @@ def histogram(X_binned, rows, rw, hw, features=None):
     return hist
 
 
+def flat_histogram(X_binned, rows, rw, hw, n_bins):
+    """:func:`histogram` in the learner's flat layout: per feature its ``n_bins[f]`` value bins,
+    then its missing bin (bin 255 of the binned column)."""
+    hist = histogram(X_binned, rows, rw, hw)
+    parts = []
+    for f, nb in enumerate(n_bins):
+        assert not np.any(hist[f, nb:255]), f"feature {f} has values above its {nb} bins"
+        parts += [hist[f, :nb], hist[f, 255:]]
+    return np.concatenate(parts)
+
+
 # -- split finding -------------------------------------------------------------------------------
 def split_gain(GL, HL, GR, HR, lam):
     G, H = GL + GR, HL + HR

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from gbfs._types import MISSING_BIN
+from gbfs.histogram import HistogramLayout
 from gbfs.penalty import FeatureUsage
 from gbfs.splitting import best_splits_per_feature, penalized_best
 
@@ -32,12 +33,13 @@ def _problem(seed, n=140, weights=False):
 
 def _kernel(X, rows, rw, hw, msl, mcw, lam, n_bins=N_BINS):
     d = X.shape[1]
-    hist = naive.histogram(X, rows, rw, hw)
+    layout = HistogramLayout(n_bins)
+    hist = naive.flat_histogram(X, rows, rw, hw, n_bins)
     gain = np.empty(d)
     bin_ = np.empty(d, dtype=np.int32)
     ml = np.empty(d, dtype=np.bool_)
     left = np.empty((d, 3))
-    best_splits_per_feature(hist, n_bins, float(rw[rows].sum()), float(hw[rows].sum()),
+    best_splits_per_feature(hist, np.arange(d), layout.offsets, layout.n_bins, float(rw[rows].sum()), float(hw[rows].sum()),
                             float(rows.shape[0]), float(msl), mcw, lam, gain, bin_, ml, left)
     return gain, bin_, ml, left
 
@@ -264,7 +266,7 @@ def _split_arrays(d):
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize("path", ["rows", "all_rows", "unit_h", "subset_features"])
 def test_build_and_scan_equals_histogram_then_scan(keep, path):
-    from gbfs.histogram import gather, new_histogram
+    from gbfs.histogram import gather
     from gbfs.splitting import build_and_scan
 
     X, rows, rw, hw = _problem(5, weights=path != "unit_h")
@@ -278,19 +280,24 @@ def test_build_and_scan_equals_histogram_then_scan(keep, path):
     gather(hw, rows, h_ord)
     kernel_rows = np.empty(0, dtype=np.int32) if path == "all_rows" else rows
     kernel_h = np.empty(0) if path == "unit_h" else h_ord
-    hist = new_histogram(d)
+    layout = HistogramLayout(N_BINS)
+    hist = layout.new()
     hist[...] = np.nan
     out = _split_arrays(d)
     for a in out:
         a[...] = 0
-    build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, N_BINS,
+    build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets, N_BINS,
                    float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 1e-3, 0.5, *out)
     ref = _kernel(X, rows, rw, hw, 3, 1e-3, 0.5)
     for got, want in zip(out, ref):
         np.testing.assert_allclose(got[features], want[features], rtol=1e-12, atol=1e-12)
-    expected_hist = naive.histogram(X, rows, rw, hw)
+    expected_hist = naive.flat_histogram(X, rows, rw, hw, N_BINS)
     if keep:
-        np.testing.assert_allclose(hist[features], expected_hist[features], rtol=1e-12, atol=1e-12)
+        for f in features:
+            np.testing.assert_allclose(layout.feature(hist, f), layout.feature(expected_hist, f),
+                                       rtol=1e-12, atol=1e-12)
+        others = np.setdiff1d(np.arange(d), features)
+        assert all(np.all(np.isnan(layout.feature(hist, f))) for f in others), "unlisted features written"
     else:
         assert np.all(np.isnan(hist)), "keep=False must not touch the node histogram"
 
@@ -303,13 +310,15 @@ def test_subtract_and_scan_equals_scan_of_the_sibling():
     rng = np.random.default_rng(0)
     small = np.sort(rng.choice(rows, rows.shape[0] // 3, replace=False)).astype(np.int32)
     large = np.setdiff1d(rows, small).astype(np.int32)
-    parent_hist = naive.histogram(X, rows, rw, hw)
-    small_hist = naive.histogram(X, small, rw, hw)
+    layout = HistogramLayout(N_BINS)
+    parent_hist = naive.flat_histogram(X, rows, rw, hw, N_BINS)
+    small_hist = naive.flat_histogram(X, small, rw, hw, N_BINS)
     out = _split_arrays(d)
     features = np.arange(d)
-    subtract_and_scan(parent_hist, small_hist, features, N_BINS, float(rw[large].sum()),
+    subtract_and_scan(parent_hist, small_hist, features, layout.offsets, N_BINS, float(rw[large].sum()),
                       float(hw[large].sum()), float(large.shape[0]), 2.0, 1e-3, 0.0, *out)
-    np.testing.assert_allclose(parent_hist, naive.histogram(X, large, rw, hw), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(parent_hist, naive.flat_histogram(X, large, rw, hw, N_BINS), rtol=1e-9,
+                               atol=1e-9)
     ref = _kernel(X, large, rw, hw, 2, 1e-3, 0.0)
     np.testing.assert_array_equal(np.isfinite(out[0]), np.isfinite(ref[0]))
     ok = np.isfinite(ref[0])
