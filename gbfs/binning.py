@@ -11,6 +11,7 @@ decision as ``bin(x) <= t`` because ``bin(x) = #{edges < x}``.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse
 from numba import njit, prange
 
 from ._types import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
@@ -130,6 +131,15 @@ def _standardised_bin_values(values, edges, n_edges, out):
     out[MISSING_BIN] = (total / n - lo) * scale
 
 
+@njit(cache=True, nogil=True)
+def _fit_column(col, m, max_bins, edges, z_values):
+    """Edges and standardised bin values of the ``m`` NaN-free values at the start of ``col``."""
+    values = _radix_sort(col[:m])
+    n_edges = _edges_of_sorted(values, max_bins, edges)
+    _standardised_bin_values(values, edges, n_edges, z_values)
+    return n_edges
+
+
 @njit(parallel=True, cache=True)
 def _fit_edges(X, max_bins, edges, n_edges, z_values):
     n, d = X.shape
@@ -141,9 +151,38 @@ def _fit_edges(X, max_bins, edges, n_edges, z_values):
             if not np.isnan(v):
                 col[m] = v
                 m += 1
-        values = _radix_sort(col[:m])
-        n_edges[f] = _edges_of_sorted(values, max_bins, edges[f])
-        _standardised_bin_values(values, edges[f], n_edges[f], z_values[f])
+        n_edges[f] = _fit_column(col, m, max_bins, edges[f], z_values[f])
+
+
+@njit(parallel=True, cache=True)
+def _fit_edges_csc(n, indptr, data, max_bins, edges, n_edges, z_values):
+    """:func:`_fit_edges` of a CSC matrix: each column's implicit zeros, then its stored values."""
+    d = indptr.shape[0] - 1
+    for f in prange(d):
+        col = np.zeros(n, dtype=np.float64)
+        m = n - (indptr[f + 1] - indptr[f])
+        for k in range(indptr[f], indptr[f + 1]):
+            v = data[k]
+            if not np.isnan(v):
+                col[m] = v
+                m += 1
+        n_edges[f] = _fit_column(col, m, max_bins, edges[f], z_values[f])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bin_of(v, e, n_edges):
+    """``#{e[:n_edges] < v}`` (NaN -> MISSING_BIN) by a branchless lower bound: random values make
+    a branchy binary search mispredict at every level."""
+    if np.isnan(v):
+        return MISSING_BIN
+    lo = 0
+    size = n_edges
+    while size > 0:
+        half = size >> 1
+        step = size - half
+        lo = lo + step if e[lo + half] < v else lo
+        size = half
+    return lo
 
 
 @njit(parallel=True, cache=True)
@@ -160,21 +199,25 @@ def _map_to_bins(X, edges, n_edges, out):
         f1 = min(d, f0 + _FEATURE_BLOCK)
         for i in range(n):
             for f in range(f0, f1):
-                v = X[i, f]
-                if np.isnan(v):
-                    out[i, f] = MISSING_BIN
-                    continue
-                # branchless lower bound (first edge >= v): random values make a branchy
-                # binary search mispredict at every level
-                e = edges[f]
-                lo = 0
-                size = n_edges[f]
-                while size > 0:
-                    half = size >> 1
-                    step = size - half
-                    lo = lo + step if e[lo + half] < v else lo
-                    size = half
-                out[i, f] = lo
+                out[i, f] = _bin_of(X[i, f], edges[f], n_edges[f])
+
+
+@njit(parallel=True, cache=True)
+def _map_csc_to_bins(indptr, indices, data, edges, n_edges, out):
+    """:func:`_map_to_bins` of a CSC matrix: zero's bin everywhere, then the stored values."""
+    for f in prange(indptr.shape[0] - 1):
+        zero = _bin_of(0.0, edges[f], n_edges[f])
+        for i in range(out.shape[0]):
+            out[i, f] = zero
+        for k in range(indptr[f], indptr[f + 1]):
+            out[indices[k], f] = _bin_of(data[k], edges[f], n_edges[f])
+
+
+def _csc(X):
+    """A canonical float64 CSC copy of a scipy.sparse matrix (duplicates summed)."""
+    X = X.tocsc(copy=True).astype(X_DTYPE, copy=False)
+    X.sum_duplicates()
+    return X
 
 
 class BinMapper:
@@ -208,30 +251,46 @@ class BinMapper:
         self.subsample = subsample
         self.random_state = random_state
 
-    def fit(self, X: np.ndarray) -> BinMapper:
+    def fit(self, X) -> BinMapper:
+        """Find the edges of ``X`` (an array, or a scipy.sparse matrix: its columns are read one at
+        a time, implicit entries are zeros, the matrix is never densified)."""
         if not 2 <= self.max_bins <= MAX_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {self.max_bins!r}")
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        sparse = scipy.sparse.issparse(X)
+        if not sparse:
+            X = np.ascontiguousarray(X, dtype=X_DTYPE)
         if self.subsample is not None and X.shape[0] > self.subsample:
             rng = np.random.default_rng(self.random_state)
             rows = np.sort(rng.choice(X.shape[0], self.subsample, replace=False))
-            X = X[rows]
+            X = X.tocsr()[rows] if sparse else X[rows]
         d = X.shape[1]
         self.bin_edges_ = np.zeros((d, max(self.max_bins - 1, 1)), dtype=X_DTYPE)
         self.n_edges_ = np.zeros(d, dtype=np.int32)
         self.standardised_values_ = np.zeros((d, MISSING_BIN + 1), dtype=np.float64)
-        _fit_edges(X, self.max_bins, self.bin_edges_, self.n_edges_, self.standardised_values_)
+        if sparse:
+            X = _csc(X)
+            _fit_edges_csc(X.shape[0], X.indptr, X.data, self.max_bins, self.bin_edges_, self.n_edges_,
+                           self.standardised_values_)
+        else:
+            _fit_edges(X, self.max_bins, self.bin_edges_, self.n_edges_, self.standardised_values_)
         self.n_bins_non_missing_ = self.n_edges_ + 1
         return self
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        """Bin ``X``; returns a Fortran-ordered uint8 array (column scans in the histogram kernel)."""
-        X = np.ascontiguousarray(X, dtype=X_DTYPE)
+    def transform(self, X) -> np.ndarray:
+        """Bin ``X`` (an array or a scipy.sparse matrix); returns a Fortran-ordered uint8 array
+        (column scans in the histogram kernel; one byte per entry whatever the input)."""
+        sparse = scipy.sparse.issparse(X)
+        if not sparse:
+            X = np.ascontiguousarray(X, dtype=X_DTYPE)
         if X.shape[1] != self.bin_edges_.shape[0]:
             raise ValueError(
                 f"X has {X.shape[1]} features, the bin mapper was fitted on {self.bin_edges_.shape[0]}")
         out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
-        _map_to_bins(X, self.bin_edges_, self.n_edges_, out)
+        if sparse:
+            X = _csc(X)
+            _map_csc_to_bins(X.indptr, X.indices, X.data, self.bin_edges_, self.n_edges_, out)
+        else:
+            _map_to_bins(X, self.bin_edges_, self.n_edges_, out)
         return out
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:

@@ -104,6 +104,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
     # -- validation ----------------------------------------------------------------------------
@@ -116,8 +117,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def _check_X(self, X, reset: bool, name: str = "X"):
         V.reject_non_numeric(X, name)
         V.warn_inexact_integers(X, name)
+        # scipy.sparse stays sparse (CSR/CSC, others converted to CSR): binning reads its columns
         return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan",
-                             order="C")
+                             order="C", accept_sparse=("csr", "csc"))
 
     #: what an eval_set tuple holds (a multitask estimator adds the rows' tasks)
     _eval_fields = ("X_val", "y_val")
@@ -154,8 +156,10 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like or DataFrame of shape (n_samples, n_features)
-            Numeric features; NaN is allowed (it has its own bin), +-inf is not.
+        X : array-like, DataFrame or scipy.sparse matrix of shape (n_samples, n_features)
+            Numeric features; NaN is allowed (it has its own bin), +-inf is not.  A sparse
+            matrix is binned column by column without densifying it (implicit entries are
+            zeros); mostly-zero columns are then built row-wise (:mod:`gbfs.sparse_rows`).
         y : array-like of shape (n_samples,)
             Classifier: two labels, all strings or all numbers (a mix is refused).  Regressor:
             finite numbers with ``n_samples * max|y| <= 1e150``, so that sums of squared

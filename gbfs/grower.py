@@ -20,13 +20,15 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
-from numba import njit
 
-from ._types import MISSING_BIN, ROW_DTYPE
+from ._types import ROW_DTYPE
 from .feature_search import FeatureSearch
 from .histogram import HistogramLayout, build_histogram, gather
+from .partition import GrownTree, Node, split_partition
 from .penalty import Usage
+from .sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
 from .splitting import (
+    best_splits_per_feature,
     build_and_scan,
     build_and_scan_serial,
     penalized_best,
@@ -59,62 +61,10 @@ class GrowthParams:
     # A node's histogram is kept only if it has at least this many rows: for smaller nodes building
     # both children from rows is cheaper than the extra passes over a (n_features x 256) histogram.
     subtraction_min_rows: int = 2048
-
-
-@njit(cache=True, nogil=True)
-def split_partition(partition, start, end, col, bin_threshold, missing_left, buffer):
-    """Stable in-place split of ``partition[start:end]``; returns the left child's size."""
-    n_left = 0
-    n_right = 0
-    for i in range(start, end):
-        row = partition[i]
-        b = col[row]
-        if b == MISSING_BIN:
-            go_left = missing_left
-        else:
-            go_left = b <= bin_threshold
-        if go_left:
-            partition[start + n_left] = row  # never overtakes i: safe in place
-            n_left += 1
-        else:
-            buffer[n_right] = row
-            n_right += 1
-    for k in range(n_right):
-        partition[start + n_left + k] = buffer[k]
-    return n_left
-
-
-class _Node:
-    __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "gain", "bin",
-                 "missing_left", "left_sums", "feature", "score", "version", "searched")
-
-    def __init__(self, node_id, start, end, depth, sum_g, sum_h):
-        self.id = node_id
-        self.start = start
-        self.end = end
-        self.depth = depth
-        self.sum_g = sum_g
-        self.sum_h = sum_h
-        self.hist = None
-        self.feature = -1
-        self.score = -np.inf
-        self.version = -1
-        self.searched = None  # GT-GBM: the features whose gains (and histogram) are valid
-
-    @property
-    def count(self) -> int:
-        return self.end - self.start
-
-
-@dataclass
-class GrownTree:
-    """A grown tree's structure and the row partition that produced it."""
-
-    builder: TreeBuilder
-    partition: np.ndarray  # rows, grouped by leaf
-    leaf_ids: np.ndarray  # node id of each leaf
-    leaf_starts: np.ndarray
-    leaf_ends: np.ndarray
+    # Features with at most this share of rows outside their most frequent bin are built row-wise
+    # from an index of their other entries (gbfs.sparse_rows); 0 keeps every feature column-wise.
+    sparse_share: float = SPARSE_SHARE
+    sparse_min_features: int = MIN_SPARSE_FEATURES  # fewer sparse features: all column-wise
 
 
 class TreeGrower:
@@ -152,6 +102,8 @@ class TreeGrower:
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
         self._dummy_hist = np.empty((1, 3))
+        self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features)
+        self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
@@ -203,6 +155,8 @@ class TreeGrower:
             The matrix of this tree (default: the grower's): a compact copy of a row sample has
             fewer rows but the same columns, and ``rows`` then index the copy.
         """
+        if X_binned is not None and self.sparse is not None:
+            raise ValueError("a grower with a row-wise sparse index grows on its own matrix only")
         self._X = self.X_binned if X_binned is None else X_binned
         self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
         self._h_is_count = hw_is_one
@@ -216,7 +170,7 @@ class TreeGrower:
         self._all_rows = n == self._X.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
-        root = _Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
+        root = Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
         self.search.begin_tree(self, root, usage)
         pending, done = [], []
         if self.splittable(root):
@@ -305,10 +259,36 @@ class TreeGrower:
         self._score(node)
 
     def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
+        sparse = self.sparse if features is self.features else None
+        if sparse is None:
+            self._fused(node, rows, r_ord, h_ord, features, keep, node.hist if keep else self._dummy_hist)
+            return
+        # the row-wise index covers every sparse feature at once: used when all features are searched
+        if not keep and self._scratch_hist is None:
+            self._scratch_hist = self.layout.new()
+        hist = node.hist if keep else self._scratch_hist
+        self._fused(node, rows, r_ord, h_ord, sparse.dense_features, keep, hist)
+        count, p = float(node.count), self.params
+        sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, count, self.offsets, hist)
+        best_splits_per_feature(hist, sparse.features, self.offsets, self.n_bins, node.sum_g, node.sum_h,
+                                count, float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda,
+                                node.gain, node.bin, node.missing_left, node.left_sums)
+
+    def _fill_histogram(self, node, rows, r_ord, h_ord, features) -> None:
+        """``node.hist`` for ``features`` without a split search (the subtraction's smaller child)."""
+        if self.sparse is None or features is not self.features:
+            build_histogram(self._X, rows, r_ord, h_ord, features, self.offsets, self.n_bins, node.hist)
+            return
+        build_histogram(self._X, rows, r_ord, h_ord, self.sparse.dense_features, self.offsets, self.n_bins,
+                        node.hist)
+        self.sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count),
+                                    self.offsets, node.hist)
+
+    def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
         p = self.params
-        hist = node.hist if keep else self._dummy_hist
         if node.count * features.shape[0] <= SERIAL_WORK:
-            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets, self.n_bins,
+            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets,
+                                  self.n_bins,
                                   node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf),
                                   p.min_child_weight, p.reg_lambda, node.gain, node.bin, node.missing_left,
                                   node.left_sums)
@@ -365,8 +345,8 @@ class TreeGrower:
                                  self._buffer)
         lg, lh, lc = node.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"
-        left = _Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
-        right = _Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
+        left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
+        right = Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
                       node.depth + 1, node.sum_g - lg, node.sum_h - lh)
         builder.set_split(node.id, f, self.bin_mapper.threshold(f, b), b, ml, left.id, right.id,
                           float(node.gain[f]))
@@ -390,7 +370,7 @@ class TreeGrower:
             else:
                 small.hist = self._get_hist()
                 rows, r_ord, h_ord = self.gathered(small)
-                build_histogram(self._X, rows, r_ord, h_ord, wanted, self.offsets, self.n_bins, small.hist)
+                self._fill_histogram(small, rows, r_ord, h_ord, wanted)
             parent_hist, parent.hist = parent.hist, None
             self._search_by_subtraction(large, parent_hist, small.hist, wanted)
             if not (self.splittable(small) and self._keep_hist(small)):

@@ -222,7 +222,7 @@ class _MultitaskBase(_GBFSBase):
                 rows = np.flatnonzero(idx == t)
                 if rows.size:
                     out = np.full(rows.shape[0], self.init_scores_[t])
-                    packed.predict_raw(np.ascontiguousarray(X[rows]), out)
+                    packed.predict_raw(X[rows], out)
                     raw[rows] = out
         return raw
 

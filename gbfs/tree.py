@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 from numba import njit, prange
 
 from ._types import MISSING_BIN
@@ -75,6 +76,10 @@ class TreeBuilder:
         return Tree(**arrays)
 
 
+#: a sparse matrix is predicted in blocks of about this many dense values (8 MiB)
+_PREDICT_BLOCK_VALUES = 1 << 20
+
+
 class PackedEnsemble:
     """Trees concatenated for the prediction kernels."""
 
@@ -99,10 +104,19 @@ class PackedEnsemble:
         self.left = np.concatenate(left).astype(np.int32) if trees else np.zeros(0, np.int32)
         self.right = np.concatenate(right).astype(np.int32) if trees else np.zeros(0, np.int32)
 
-    def predict_raw(self, X: np.ndarray, out: np.ndarray) -> None:
-        """Add the ensemble's output on raw (float64, C-ordered) rows to ``out``."""
-        _predict_raw(X, self.roots, self.feature, self.threshold, self.missing_left, self.left,
-                     self.right, self.value, out)
+    def predict_raw(self, X, out: np.ndarray) -> None:
+        """Add the ensemble's output on raw rows (float64 C-ordered array, or a scipy.sparse
+        matrix, densified a block of rows at a time) to ``out``."""
+        if not scipy.sparse.issparse(X):
+            _predict_raw(X, self.roots, self.feature, self.threshold, self.missing_left, self.left,
+                         self.right, self.value, out)
+            return
+        X = X.tocsr()
+        step = max(1, _PREDICT_BLOCK_VALUES // max(1, X.shape[1]))
+        for a in range(0, X.shape[0], step):
+            block = np.ascontiguousarray(X[a:a + step].toarray(), dtype=np.float64)
+            _predict_raw(block, self.roots, self.feature, self.threshold, self.missing_left, self.left,
+                         self.right, self.value, out[a:a + step])
 
     def predict_binned(self, X_binned: np.ndarray, out: np.ndarray) -> None:
         """Add the ensemble's output on binned rows (training bin mapper) to ``out``."""

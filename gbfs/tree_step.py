@@ -57,7 +57,8 @@ class TreeStep:
         self.grower = TreeGrower(X_binned, bin_mapper, params.growth, search)
         # a small sample is grown on a compact copy of its rows, unless the search reads per-row
         # data of the full matrix by row id (group tests read the precomputed prefix sums)
-        self._sampled = (_SampleBuffers(n, compact=not search.reads_rows)
+        # (or the grower's row-wise index of sparse features, which is by row id too)
+        self._sampled = (_SampleBuffers(n, compact=not (search.reads_rows or self.grower.sparse is not None))
                          if params.sampler is not None else None)
         self.score_bound = abs(self.init_score)  # bounds |score| of every row the model predicts
 

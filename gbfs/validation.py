@@ -12,6 +12,7 @@ import sys
 import warnings
 
 import numpy as np
+import scipy.sparse
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
@@ -249,6 +250,8 @@ def warn_inexact_integers(X, name: str = "X") -> None:
                   for dt in set(ints.dtypes)]
     elif isinstance(X, np.ndarray):
         blocks = [X]
+    elif scipy.sparse.issparse(X):  # the stored values (any format: DOK and LIL have no .data)
+        blocks = [X.tocoo().data]
     else:
         try:
             blocks = [np.asarray(X)]

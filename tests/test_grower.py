@@ -22,7 +22,8 @@ import pytest
 
 from gbfs._types import MISSING_BIN
 from gbfs.binning import BinMapper
-from gbfs.grower import GrowthParams, TreeGrower, split_partition
+from gbfs.grower import GrowthParams, TreeGrower
+from gbfs.partition import split_partition
 from gbfs.penalty import FeatureUsage
 from gbfs.tree import PackedEnsemble
 
@@ -126,6 +127,9 @@ def _histogram_modes():
         modes.append({"subtraction_min_rows": 0})  # subtraction everywhere, buffer cap binding
         if "histogram_memory_ratio" in names:
             modes.append({"subtraction_min_rows": 0, "histogram_memory_ratio": 1e6})  # no cap
+    if "sparse_share" in names:  # row-wise histograms of every feature / of the mostly-default ones
+        modes.append({"sparse_share": 1.0, "sparse_min_features": 1})
+        modes.append({"sparse_share": 0.6, "sparse_min_features": 1, "subtraction_min_rows": 0})
     return modes
 
 

@@ -109,7 +109,8 @@ def test_build_histogram_features_touches_only_listed(features):
     ref = _ref(X, rows, rw, hw, layout)
     for f in range(X.shape[1]):
         if f in features:
-            np.testing.assert_allclose(layout.feature(hist, f), layout.feature(ref, f), rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(layout.feature(hist, f), layout.feature(ref, f), rtol=1e-12,
+                                       atol=1e-12)
         else:
             assert np.all(layout.feature(hist, f) == sentinel), f"feature {f} was written"
 

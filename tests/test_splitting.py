@@ -39,7 +39,8 @@ def _kernel(X, rows, rw, hw, msl, mcw, lam, n_bins=N_BINS):
     bin_ = np.empty(d, dtype=np.int32)
     ml = np.empty(d, dtype=np.bool_)
     left = np.empty((d, 3))
-    best_splits_per_feature(hist, np.arange(d), layout.offsets, layout.n_bins, float(rw[rows].sum()), float(hw[rows].sum()),
+    best_splits_per_feature(hist, np.arange(d), layout.offsets, layout.n_bins, float(rw[rows].sum()),
+                            float(hw[rows].sum()),
                             float(rows.shape[0]), float(msl), mcw, lam, gain, bin_, ml, left)
     return gain, bin_, ml, left
 

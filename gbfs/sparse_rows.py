@@ -1,0 +1,173 @@
+"""Row-wise histograms of mostly-default features (zero-bin skipping).
+
+Text counts and one-hot columns hold one value -- zero -- in almost every row.  Scanning such a
+column costs a histogram update per row of the node whatever it holds; LightGBM avoids it by
+bundling exclusive features (EFB).  Here the same saving comes from the other classic trick: the
+rows of each node visit only their *non-default* entries of the sparse features (a CSR index of
+flat histogram bins, built once per fit from the binned matrix), and each sparse feature's
+default bin -- its most frequent one, zero's bin for sparse data -- is derived from the node's
+totals::
+
+    hist[f, default_f] = (G, H, count)_node - sum of f's other bins
+
+so a node costs ``sum over its rows of their non-default entries`` instead of
+``rows x features``.  Every feature keeps its own bins in the flat histogram and is scanned as
+itself, so the first-use penalty of an original feature stays exact: the index is a storage trick,
+not a feature.  Counts are exact; the derived sums of residuals and hessians differ from a dense
+build in the last bits (different summation order), so a matrix that takes this path grows the
+same trees as the dense kernels up to rounding ties.
+
+A feature is *sparse* when at most ``max_share`` of the rows are outside its default bin
+(LightGBM's ``sparse_threshold`` is the complement, 0.8); the others keep the column-wise kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._types import MISSING_BIN
+
+#: a feature is sparse when at most this share of rows is outside its most frequent bin
+SPARSE_SHARE = 0.2
+#: the row-wise path is used only when it covers at least this many features (below that the
+#: column kernels are as fast and the index is not worth its memory)
+MIN_SPARSE_FEATURES = 8
+
+
+@njit(parallel=True, cache=True)
+def _default_bins(X_binned, n_bins, default, n_other):
+    """Per feature its most frequent bin (local: missing is ``n_bins[f]``; ties: lowest) and
+    the number of rows outside it."""
+    n, d = X_binned.shape
+    for f in prange(d):
+        counts = np.zeros(MISSING_BIN + 1, dtype=np.int64)
+        for i in range(n):
+            counts[X_binned[i, f]] += 1
+        best = 0
+        for b in range(1, MISSING_BIN + 1):
+            if counts[b] > counts[best]:
+                best = b
+        default[f] = min(best, n_bins[f])
+        n_other[f] = n - counts[best]
+
+
+@njit(cache=True)
+def _row_index(X_binned, features, default, offsets, n_bins, indptr, idx):
+    """CSR of the non-default flat bins of ``features`` per row (features in increasing order)."""
+    n = X_binned.shape[0]
+    counts = np.zeros(n + 1, dtype=np.int64)
+    for k in range(features.shape[0]):
+        f = features[k]
+        for i in range(n):
+            if min(np.int64(X_binned[i, f]), n_bins[f]) != default[f]:
+                counts[i + 1] += 1
+    indptr[0] = 0
+    for i in range(n):
+        indptr[i + 1] = indptr[i] + counts[i + 1]
+    pos = indptr[:n].copy()
+    for k in range(features.shape[0]):
+        f = features[k]
+        for i in range(n):
+            b = min(np.int64(X_binned[i, f]), n_bins[f])
+            if b != default[f]:
+                idx[pos[i]] = offsets[f] + b
+                pos[i] += 1
+
+
+@njit(parallel=True, cache=True)
+def _zero_bins(hist, features, offsets):
+    for k in prange(features.shape[0]):
+        f = features[k]
+        for b in range(offsets[f], offsets[f + 1]):
+            hist[b, 0] = 0.0
+            hist[b, 1] = 0.0
+            hist[b, 2] = 0.0
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist):
+    """Add each node row's residual / second channel / count to its non-default bins."""
+    all_rows = rows.shape[0] == 0
+    unit = h_ord.shape[0] == 0
+    for i in range(r_ord.shape[0]):
+        row = i if all_rows else rows[i]
+        r = r_ord[i]
+        h = 1.0 if unit else h_ord[i]
+        for k in range(indptr[row], indptr[row + 1]):
+            j = idx[k]
+            hist[j, 0] += r
+            hist[j, 1] += h
+            hist[j, 2] += 1.0
+
+
+@njit(parallel=True, cache=True)
+def _derive_default_bins(hist, features, offsets, default, sum_g, sum_h, sum_c):
+    """``hist[f, default_f] = node totals - f's other bins`` for every sparse feature."""
+    for k in prange(features.shape[0]):
+        f = features[k]
+        g = sum_g
+        h = sum_h
+        c = sum_c
+        d_bin = offsets[f] + default[f]
+        for b in range(offsets[f], offsets[f + 1]):
+            if b != d_bin:
+                g -= hist[b, 0]
+                h -= hist[b, 1]
+                c -= hist[b, 2]
+        hist[d_bin, 0] = g
+        hist[d_bin, 1] = h
+        hist[d_bin, 2] = c
+
+
+class SparseRows:
+    """The row-wise index of a binned matrix's sparse features.
+
+    Attributes
+    ----------
+    features, dense_features : ndarray of int64
+        The sparse features (built row-wise) and the others (column kernels), sorted.
+    default : ndarray of int64, shape (n_features,)
+        Each feature's most frequent bin in the flat layout's local numbering.
+    indptr, idx : ndarray
+        CSR over rows of the flat histogram bins of their non-default sparse entries.
+    """
+
+    def __init__(self, features, dense_features, default, indptr, idx):
+        self.features, self.dense_features = features, dense_features
+        self.default, self.indptr, self.idx = default, indptr, idx
+
+    @classmethod
+    def build(cls, X_binned: np.ndarray, layout, max_share: float = SPARSE_SHARE,
+              min_features: int = MIN_SPARSE_FEATURES) -> SparseRows | None:
+        """Index the features of ``X_binned`` with at most ``max_share`` non-default rows;
+        ``None`` when fewer than ``min_features`` qualify (or ``max_share`` is 0)."""
+        n, d = X_binned.shape
+        min_features = max(1, min_features)
+        if max_share <= 0 or n == 0 or d < min_features:
+            return None
+        default = np.empty(d, dtype=np.int64)
+        n_other = np.empty(d, dtype=np.int64)
+        _default_bins(X_binned, layout.n_bins, default, n_other)
+        sparse = n_other <= max_share * n
+        if np.count_nonzero(sparse) < min_features:
+            return None
+        features = np.flatnonzero(sparse).astype(np.int64)
+        indptr = np.empty(n + 1, dtype=np.int64)
+        idx = np.empty(int(n_other[sparse].sum()), dtype=np.int32 if layout.total < 2**31 else np.int64)
+        _row_index(X_binned, features, default, layout.offsets, layout.n_bins, indptr, idx)
+        return cls(features, np.flatnonzero(~sparse).astype(np.int64), default, indptr, idx)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.indptr.nbytes + self.idx.nbytes)
+
+    def build_histogram(self, rows, r_ord, h_ord, sum_g, sum_h, sum_c, offsets, hist) -> None:
+        """Fill the sparse features' bins of the flat ``hist`` for a node.
+
+        ``rows`` empty means all rows in order; ``h_ord`` empty means unit second channel (then
+        channel 1 is the count); ``sum_*`` are the node's totals.
+        """
+        _zero_bins(hist, self.features, offsets)
+        _accumulate_rows(self.indptr, self.idx, rows, r_ord, h_ord, hist)
+        _derive_default_bins(hist, self.features, offsets, self.default, sum_g, sum_h, sum_c)
