@@ -1,11 +1,15 @@
 """gbfs: feature-selecting gradient boosting (GBFS, A-GBM, GT-GBM) on a numba histogram learner, with
 hard feature budgets, a selection path over budgets, relaxed refits and selection stability."""
 
-from .estimators import GBFSClassifier, GBFSRegressor
-from .model_io import load_model
-from .multitask import GBFSMultitaskClassifier, GBFSMultitaskRegressor
-from .path import SelectionPath, selection_path
-from .stability import selection_stability
+from ._threading import configure_waiting
+
+configure_waiting()  # before numba starts its OpenMP threads (gbfs._threading)
+
+from .estimators import GBFSClassifier, GBFSRegressor  # noqa: E402 (after configure_waiting)
+from .model_io import load_model  # noqa: E402
+from .multitask import GBFSMultitaskClassifier, GBFSMultitaskRegressor  # noqa: E402
+from .path import SelectionPath, selection_path  # noqa: E402
+from .stability import selection_stability  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["GBFSClassifier", "GBFSMultitaskClassifier", "GBFSMultitaskRegressor", "GBFSRegressor",
