@@ -32,7 +32,7 @@ class BoostingParams:
     criterion: str = "sse"  # "sse": Eq. 1 of the papers; "newton": hessian-weighted gain
     leaf_estimate: str = "mean"  # "mean": mean residual; "newton": sum r / (sum h + lambda)
     growth: GrowthParams = field(default_factory=GrowthParams)
-    group_test_scope: str = "node"  # GT-GBM only: "node" (Algorithm 2) or "tree"
+    group_test_scope: str = "tree"  # GT-GBM only: "tree" (once per tree) or "node" (Algorithm 2)
     group_test_rows: int | None = None  # GT-GBM only: row sample size of a group test
     sampler: object | None = None  # gbfs.sampling.RowSampler: rows and weights of each tree
     # a selection fit (refit mode) ends once Omega can no longer change (its budget is full) or has

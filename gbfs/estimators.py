@@ -60,7 +60,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                  min_samples_leaf=20, min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
                  bin_subsample=200_000, early_stopping_rounds=None, n_target_features=10,
-                 delta=0.1, n_subsets=None, subset_size=None, group_test_scope="node",
+                 delta=0.1, n_subsets=None, subset_size=None, group_test_scope="tree",
                  group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, sampler=None,
                  subsample=None, top_rate=None, other_rate=None, mvs_lambda=None, goss_style="paper",
                  random_state=None, n_threads=None):

@@ -24,9 +24,9 @@ CONTENT = ("n_features_in", "feature_names_in", "init_score", "best_iteration", 
 METHODS = [
     {"method": "gbfs", "mu": 1.0},
     {"method": "agbm", "mu": 0.003},
-    {"method": "gtgbm", "mu": 0.003, "n_target_features": 2},
+    {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_scope": "node"},
     {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_scope": "tree"},
-    {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_rows": 60},
+    {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_rows": 60, "group_test_scope": "node"},
     {"method": "topk", "max_features": 5},
 ]
 SAMPLERS = [

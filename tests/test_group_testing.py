@@ -579,7 +579,7 @@ def test_group_test_params_warn_with_other_methods(clf_data):
         GBFSClassifier(method="agbm", n_target_features=3, n_subsets=5, n_estimators=2).fit(X, y)
     assert "'agbm'" in str(rec[0].message)
     with pytest.warns(UserWarning, match="group_test_scope"):
-        GBFSClassifier(method="gbfs", group_test_scope="tree", n_estimators=2).fit(X, y)
+        GBFSClassifier(method="gbfs", group_test_scope="node", n_estimators=2).fit(X, y)
     with pytest.warns(UserWarning, match="delta, subset_size, max_precompute_bytes"):
         GBFSClassifier(method="agbm", delta=0.2, subset_size=3, max_precompute_bytes=10**9,
                        n_estimators=2).fit(X, y)
