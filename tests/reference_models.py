@@ -26,7 +26,8 @@ METHODS = [
     {"method": "agbm", "mu": 0.003},
     {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_scope": "node"},
     {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_scope": "tree"},
-    {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_rows": 60, "group_test_scope": "node"},
+    {"method": "gtgbm", "mu": 0.003, "n_target_features": 2, "group_test_rows": 60,
+     "group_test_scope": "node"},
     {"method": "topk", "max_features": 5},
 ]
 SAMPLERS = [
