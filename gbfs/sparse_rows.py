@@ -33,6 +33,12 @@ SPARSE_SHARE = 0.2
 #: the row-wise path is used only when it covers at least this many features (below that the
 #: column kernels are as fast and the index is not worth its memory)
 MIN_SPARSE_FEATURES = 8
+#: a large node is accumulated in this many row chunks in parallel (fixed: sums are reproducible
+#: across machines), each of at least MIN_CHUNK_ROWS rows, when its entries are at least CHUNK_WORK
+#: times the sparse bins each extra chunk zeroes and adds
+ROW_CHUNKS = 4
+MIN_CHUNK_ROWS = 4096
+CHUNK_WORK = 4
 
 
 @njit(parallel=True, cache=True)
@@ -86,12 +92,13 @@ def _zero_bins(hist, features, offsets):
 
 
 @njit(cache=True, nogil=True)
-def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist):
-    """Add each node row's residual / second channel / count to its non-default bins."""
+def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist, first_row):
+    """Add each node row's residual / second channel / count to its non-default bins (``rows``
+    empty: the rows ``first_row, first_row + 1, ...``)."""
     all_rows = rows.shape[0] == 0
     unit = h_ord.shape[0] == 0
     for i in range(r_ord.shape[0]):
-        row = i if all_rows else rows[i]
+        row = first_row + i if all_rows else rows[i]
         r = r_ord[i]
         h = 1.0 if unit else h_ord[i]
         for k in range(indptr[row], indptr[row + 1]):
@@ -99,6 +106,37 @@ def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist):
             hist[j, 0] += r
             hist[j, 1] += h
             hist[j, 2] += 1.0
+
+
+@njit(parallel=True, cache=True)
+def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, bins, hist, scratch):
+    """:func:`_accumulate_rows` over ``scratch.shape[0] + 1`` fixed row chunks in parallel: chunk 0
+    into ``hist``, chunk c into ``scratch[c - 1]``, then added in chunk order over the sparse
+    ``bins`` -- the same sums whatever the number of threads."""
+    n_chunks = scratch.shape[0] + 1
+    n = r_ord.shape[0]
+    for c in prange(n_chunks):
+        lo = c * n // n_chunks
+        hi = (c + 1) * n // n_chunks
+        out = hist if c == 0 else scratch[c - 1]
+        if c > 0:
+            for k in range(bins.shape[0]):
+                b = bins[k]
+                out[b, 0] = 0.0
+                out[b, 1] = 0.0
+                out[b, 2] = 0.0
+        if rows.shape[0] == 0:
+            _accumulate_rows(indptr, idx, rows, r_ord[lo:hi], h_ord[lo:hi] if h_ord.shape[0] else h_ord,
+                             out, lo)
+        else:
+            h_part = h_ord[lo:hi] if h_ord.shape[0] else h_ord
+            _accumulate_rows(indptr, idx, rows[lo:hi], r_ord[lo:hi], h_part, out, 0)
+    for k in prange(bins.shape[0]):
+        b = bins[k]
+        for c in range(n_chunks - 1):
+            hist[b, 0] += scratch[c, b, 0]
+            hist[b, 1] += scratch[c, b, 1]
+            hist[b, 2] += scratch[c, b, 2]
 
 
 @njit(parallel=True, cache=True)
@@ -133,9 +171,22 @@ class SparseRows:
         CSR over rows of the flat histogram bins of their non-default sparse entries.
     """
 
-    def __init__(self, features, dense_features, default, indptr, idx):
+    def __init__(self, features, dense_features, default, indptr, idx, offsets):
         self.features, self.dense_features = features, dense_features
         self.default, self.indptr, self.idx = default, indptr, idx
+        # the flat bins of the sparse features, which chunked accumulation zeroes and adds up
+        self.bins = np.concatenate([np.arange(offsets[f], offsets[f + 1]) for f in features])
+        self._entries_per_row = idx.shape[0] / max(1, indptr.shape[0] - 1)
+        self._scratch = None
+
+    def _chunks(self, n_rows: int) -> int:
+        """Row chunks of a node: one, unless its entries outweigh the extra zeroing and adding of
+        the sparse bins by :data:`CHUNK_WORK` (a property of the data, never of the thread count,
+        so the sums do not depend on the machine)."""
+        entries = n_rows * self._entries_per_row
+        if n_rows < 2 * MIN_CHUNK_ROWS or entries < CHUNK_WORK * self.bins.shape[0]:
+            return 1
+        return int(min(ROW_CHUNKS, n_rows // MIN_CHUNK_ROWS))
 
     @classmethod
     def build(cls, X_binned: np.ndarray, layout, max_share: float = SPARSE_SHARE,
@@ -156,7 +207,7 @@ class SparseRows:
         indptr = np.empty(n + 1, dtype=np.int64)
         idx = np.empty(int(n_other[sparse].sum()), dtype=np.int32 if layout.total < 2**31 else np.int64)
         _row_index(X_binned, features, default, layout.offsets, layout.n_bins, indptr, idx)
-        return cls(features, np.flatnonzero(~sparse).astype(np.int64), default, indptr, idx)
+        return cls(features, np.flatnonzero(~sparse).astype(np.int64), default, indptr, idx, layout.offsets)
 
     @property
     def nbytes(self) -> int:
@@ -169,5 +220,12 @@ class SparseRows:
         channel 1 is the count); ``sum_*`` are the node's totals.
         """
         _zero_bins(hist, self.features, offsets)
-        _accumulate_rows(self.indptr, self.idx, rows, r_ord, h_ord, hist)
+        n_chunks = self._chunks(r_ord.shape[0])
+        if n_chunks == 1:
+            _accumulate_rows(self.indptr, self.idx, rows, r_ord, h_ord, hist, 0)
+        else:
+            if self._scratch is None or self._scratch.shape[0] < n_chunks - 1:
+                self._scratch = np.empty((n_chunks - 1,) + hist.shape, dtype=hist.dtype)
+            _accumulate_rows_chunked(self.indptr, self.idx, rows, r_ord, h_ord, self.bins, hist,
+                                     self._scratch[:n_chunks - 1])
         _derive_default_bins(hist, self.features, offsets, self.default, sum_g, sum_h, sum_c)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSRegressor, load_model
+from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSRegressor, load_model, sparse_rows
 from gbfs.binning import BinMapper
 from gbfs.grower import GrowthParams, TreeGrower
 from gbfs.histogram import HistogramLayout, gather
@@ -60,7 +60,11 @@ def _node(n, rng, frac):
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("unit", [False, True])
 @pytest.mark.parametrize("all_rows", [False, True])
-def test_row_wise_histogram_matches_add_at(seed, unit, all_rows):
+@pytest.mark.parametrize("chunked", [False, True])
+def test_row_wise_histogram_matches_add_at(seed, unit, all_rows, chunked, monkeypatch):
+    if chunked:  # large-node path: rows accumulated in parallel chunks, then added in order
+        monkeypatch.setattr(sparse_rows, "MIN_CHUNK_ROWS", 16)
+        monkeypatch.setattr(sparse_rows, "CHUNK_WORK", 0)
     Xs, rng = _sparse(seed)
     mapper = BinMapper(max_bins=16).fit(Xs)
     Xb = mapper.transform(Xs)
@@ -68,6 +72,7 @@ def test_row_wise_histogram_matches_add_at(seed, unit, all_rows):
     layout = HistogramLayout(mapper.n_bins_non_missing_)
     index = SparseRows.build(Xb, layout, max_share=0.5, min_features=1)
     assert index is not None and index.features.size > 20 and 3 in index.features
+    assert (index._chunks(160) > 1) == chunked
     assert index.default[3] == layout.n_bins[3]
     n = Xb.shape[0]
     rows = np.arange(n, dtype=np.int32) if all_rows else _node(n, rng, 0.4)

@@ -1,0 +1,31 @@
+"""The metrics of ``history_`` against scikit-learn, and the radix argsort behind the AUC."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from gbfs.metrics import _argsort_float, roc_auc
+
+
+@pytest.mark.parametrize("n", [1, 2, 17, 1000, 70000])
+def test_argsort_is_numpys_stable_argsort(n):
+    rng = np.random.default_rng(n)
+    v = rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)
+    v[::7] = v[0]                      # ties keep their order
+    v[::11] = -0.0                     # -0.0 ties with 0.0
+    v[1::11] = 0.0
+    v[2::13] = np.inf
+    v[3::17] = -np.inf
+    v[4::19] = 5e-324                  # subnormals
+    np.testing.assert_array_equal(_argsort_float(v), np.argsort(v, kind="stable"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_roc_auc_matches_sklearn_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    y = (rng.random(3000) < 0.3).astype(int)
+    s = np.round(rng.normal(size=3000) + y, 1)  # many tied scores
+    assert roc_auc(y, s) == pytest.approx(roc_auc_score(y, s), rel=1e-12)
+    assert np.isnan(roc_auc(np.zeros(5), rng.normal(size=5)))
