@@ -132,12 +132,17 @@ def _standardised_bin_values(values, edges, n_edges, out):
 
 
 @njit(cache=True, nogil=True)
-def _fit_column(col, m, max_bins, edges, z_values):
-    """Edges and standardised bin values of the ``m`` NaN-free values at the start of ``col``."""
-    values = _radix_sort(col[:m])
+def _fit_sorted(values, max_bins, edges, z_values):
+    """Edges and standardised bin values of sorted NaN-free ``values``; returns the edge count."""
     n_edges = _edges_of_sorted(values, max_bins, edges)
     _standardised_bin_values(values, edges, n_edges, z_values)
     return n_edges
+
+
+@njit(cache=True, nogil=True)
+def _fit_column(col, m, max_bins, edges, z_values):
+    """Edges and standardised bin values of the ``m`` NaN-free values at the start of ``col``."""
+    return _fit_sorted(_radix_sort(col[:m]), max_bins, edges, z_values)
 
 
 @njit(parallel=True, cache=True)
@@ -159,14 +164,24 @@ def _fit_edges_csc(n, indptr, data, max_bins, edges, n_edges, z_values):
     """:func:`_fit_edges` of a CSC matrix: each column's implicit zeros, then its stored values."""
     d = indptr.shape[0] - 1
     for f in prange(d):
-        col = np.zeros(n, dtype=np.float64)
-        m = n - (indptr[f + 1] - indptr[f])
+        stored = np.empty(indptr[f + 1] - indptr[f], dtype=np.float64)
+        m = 0
         for k in range(indptr[f], indptr[f + 1]):
             v = data[k]
             if not np.isnan(v):
-                col[m] = v
+                stored[m] = v
                 m += 1
-        n_edges[f] = _fit_column(col, m, max_bins, edges[f], z_values[f])
+        # only the stored values are sorted; the implicit zeros are put in place around them
+        nz = _radix_sort(stored[:m])
+        n_zero = n - (indptr[f + 1] - indptr[f])
+        neg = 0
+        while neg < m and nz[neg] < 0.0:
+            neg += 1
+        col = np.empty(m + n_zero, dtype=np.float64)
+        col[:neg] = nz[:neg]
+        col[neg:neg + n_zero] = 0.0
+        col[neg + n_zero:] = nz[neg:]
+        n_edges[f] = _fit_sorted(col, max_bins, edges[f], z_values[f])
 
 
 @njit(cache=True, nogil=True, inline="always")
