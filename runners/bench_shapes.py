@@ -186,7 +186,7 @@ def load_shape(name: str, row_scale: float = 1.0, data_dir: Path | None = None) 
 LOAD_FITS = {"agbm_gisette": ("gisette", {"method": "agbm", "mu": 0.01}, 0.1),
              "text_like": ("text_like", {}, 5.0)}
 #: label -> the value of OMP_WAIT_POLICY passed to the fit's process (None: removed)
-LOAD_ENVS = {"PASSIVE": "PASSIVE", "(unset)": None}
+LOAD_ENVS = {"PASSIVE": "PASSIVE", "ACTIVE": "ACTIVE", "(unset)": None}
 _BURNER = "while True:\n    pass\n"
 _REPO = Path(__file__).resolve().parents[1]
 
