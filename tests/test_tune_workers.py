@@ -111,6 +111,7 @@ def test_only_trials_of_dead_local_processes_count_as_interrupted():
     assert not study_module._maybe_alive(None)   # a trial asked for outside runners.tune
 
 
+@pytest.mark.slow  # four processes for ~20 s; CI runs it with -m slow
 def test_four_workers_on_one_sqlite_study_run_exactly_n_trials(tmp_path):
     overrides = ["tune.n_trials=8", "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1"]
     cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, *overrides])
