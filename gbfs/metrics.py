@@ -6,6 +6,8 @@ import numpy as np
 from numba import njit
 from sklearn.metrics import average_precision_score
 
+from .radix import argsort_floats
+
 
 @njit(cache=True)
 def _auc_sorted(y_sorted, s_sorted):
@@ -30,51 +32,10 @@ def _auc_sorted(y_sorted, s_sorted):
     return (rank_sum - n_pos * (n_pos + 1.0) / 2.0) / (n_pos * n_neg)
 
 
-_SIGN = np.uint64(1 << 63)
-_DIGIT_BITS = 16
-_DIGIT_MASK = np.uint64((1 << _DIGIT_BITS) - 1)
-
-
-@njit(cache=True, nogil=True)
-def _argsort_float(values):
-    """Stable argsort of float64 values (LSD radix sort on order-preserving integer keys, 16-bit
-    digits; a pass where every key has the same digit is skipped).  4-6x faster than
-    ``np.argsort(kind="stable")`` on the 10^5-10^6 scores the booster ranks after every tree."""
-    n = values.shape[0]
-    keys = values.view(np.uint64).copy()
-    for i in range(n):  # negative: flip all bits; non-negative: flip the sign bit (-0.0 is 0.0)
-        k = keys[i]
-        if k == _SIGN:
-            k = np.uint64(0)
-        keys[i] = ~k if k & _SIGN else k | _SIGN
-    order = np.arange(n)
-    tmp = np.empty(n, dtype=np.int64)
-    counts = np.empty(1 << _DIGIT_BITS, dtype=np.int64)
-    for p in range(64 // _DIGIT_BITS):
-        shift = np.uint64(_DIGIT_BITS * p)
-        counts[:] = 0
-        for i in range(n):
-            counts[(keys[i] >> shift) & _DIGIT_MASK] += 1
-        if counts.max() == n:
-            continue
-        total = 0
-        for c in range(counts.shape[0]):
-            t = counts[c]
-            counts[c] = total
-            total += t
-        for i in range(n):
-            j = order[i]
-            digit = (keys[j] >> shift) & _DIGIT_MASK
-            tmp[counts[digit]] = j
-            counts[digit] += 1
-        order, tmp = tmp, order
-    return order
-
-
 def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
     """Area under the ROC curve of scores ``score`` for labels ``y`` in {0, 1} (NaN if one class)."""
     score = np.ascontiguousarray(score, dtype=np.float64)
-    order = _argsort_float(score)
+    order = argsort_floats(score + 0.0)  # + 0.0: -0.0 becomes 0.0, the tie it is
     return float(_auc_sorted(np.asarray(y, dtype=np.float64)[order], score[order]))
 
 

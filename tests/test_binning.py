@@ -246,7 +246,7 @@ def test_extreme_finite_values_stay_apart():
 @pytest.mark.parametrize("kind", ["uniform", "normal", "few_values", "signed_zero_and_denormals",
                                   "extremes", "empty"])
 def test_radix_sort_equals_numpy_sort(kind):
-    from gbfs.binning import _radix_sort
+    from gbfs.radix import sort_floats
 
     rng = np.random.default_rng(7)
     values = {
@@ -257,6 +257,6 @@ def test_radix_sort_equals_numpy_sort(kind):
         "extremes": np.array([np.finfo(np.float64).max, -np.finfo(np.float64).max, 1.0, -1.0]),
         "empty": np.zeros(0),
     }[kind]
-    out = _radix_sort(values.copy())
+    out = sort_floats(values.copy())
     np.testing.assert_array_equal(out, np.sort(values))
     assert np.all(np.diff(out) >= 0)

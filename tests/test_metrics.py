@@ -1,4 +1,4 @@
-"""The metrics of ``history_`` against scikit-learn, and the radix argsort behind the AUC."""
+"""The metrics of ``history_`` against scikit-learn, and the radix sorts behind the AUC and binning."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from gbfs.metrics import _argsort_float, roc_auc
+from gbfs.metrics import roc_auc
+from gbfs.radix import argsort_floats, sort_floats
 
 
 @pytest.mark.parametrize("n", [1, 2, 17, 1000, 70000])
@@ -19,7 +20,8 @@ def test_argsort_is_numpys_stable_argsort(n):
     v[2::13] = np.inf
     v[3::17] = -np.inf
     v[4::19] = 5e-324                  # subnormals
-    np.testing.assert_array_equal(_argsort_float(v), np.argsort(v, kind="stable"))
+    np.testing.assert_array_equal(argsort_floats(v + 0.0), np.argsort(v, kind="stable"))
+    np.testing.assert_array_equal(sort_floats(v), np.sort(v))
 
 
 @pytest.mark.parametrize("seed", range(4))
