@@ -15,21 +15,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib
+import hydra.utils
+import mlflow
+from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
 
-matplotlib.use("Agg")              # runners draw figures to files, never to a screen
-import hydra.utils  # noqa: E402
-import matplotlib.pyplot as plt  # noqa: E402
-import mlflow  # noqa: E402
-import numpy as np  # noqa: E402
-from omegaconf import DictConfig, OmegaConf  # noqa: E402
-from tqdm.auto import tqdm  # noqa: E402
-
-from gbfs import GBFSClassifier, sampling  # noqa: E402
-from gbfs.data import Dataset, load_dataset  # noqa: E402
-from gbfs.data.synthetic import GENERATORS  # noqa: E402
-from gbfs.metrics import log_loss, rmse, roc_auc  # noqa: E402
-from runners import multitask_eval, multitask_variants, tracking  # noqa: E402
+from gbfs import GBFSClassifier, sampling
+from gbfs.data import Dataset, load_dataset
+from gbfs.data.synthetic import GENERATORS
+from gbfs.metrics import log_loss, rmse, roc_auc
+from runners import multitask_eval, multitask_variants, tracking
+from runners.figures import correlation_heatmap
 
 
 @dataclass
@@ -364,33 +360,6 @@ def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True) -
     if ds.relevant is not None:    # a stand-in: how many of its truly relevant columns were found
         metrics["relevant_selected"] = float(len(set(selected) & set(ds.relevant.tolist())))
     return Outcome(est, metrics, list(est.history_), selected, [ds.feature_names[j] for j in selected])
-
-
-def correlation_heatmap(X: np.ndarray, selected: list[int], names: list[str], path: Path,
-                        max_features: int = 50) -> Path:
-    """PNG of the Pearson correlations among the selected features (GT-GBM paper, Figure 3).
-
-    At most ``max_features`` (the first selected) are drawn; constant columns have no correlation
-    and are drawn as 0.
-    """
-    cols = selected[:max_features]
-    fig, ax = plt.subplots(figsize=(6.4, 5.4))
-    if len(cols) >= 2:
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr = np.nan_to_num(np.corrcoef(np.asarray(X[:, cols], dtype=np.float64), rowvar=False))
-        im = ax.imshow(np.abs(corr), vmin=0.0, vmax=1.0, cmap="viridis")
-        fig.colorbar(im, ax=ax, label="|Pearson correlation|")
-        if len(cols) <= 25:
-            labels = [names[j] for j in cols]
-            ax.set_xticks(range(len(cols)), labels, rotation=90, fontsize=6)
-            ax.set_yticks(range(len(cols)), labels, fontsize=6)
-    else:
-        ax.text(0.5, 0.5, f"{len(cols)} selected feature(s): no pairs to correlate", ha="center")
-    ax.set_title(f"Correlations among the first {len(cols)} selected features")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) -> None:

@@ -34,10 +34,11 @@ from runners import budget, experiment, path_run, stability, tracking
 
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
-    """The tags of every run of ``cfg``: method, dataset, seed, sampler, git commit, whether it
-    counts for GBDT-topK's K, its budget, ``worker`` (this process, :func:`runners.tracking.worker_id`)
-    and, in a multirun, ``sweep_dir``."""
-    tags = {"method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
+    """The tags of every run of ``cfg``: ``tracking.tags``, method, dataset, seed, sampler, git
+    commit, whether it counts for GBDT-topK's K, its budget, ``worker`` (this process,
+    :func:`runners.tracking.worker_id`) and, in a multirun, ``sweep_dir``."""
+    tags = {**tracking.user_tags(cfg.tracking),
+            "method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
             "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
             "git_commit": tracking.git_commit(), "worker": tracking.worker_id(),
             "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower(), **budget.budget_tags(cfg)}
@@ -132,7 +133,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
         return tune.run(cfg)
     tracking.configure(cfg.tracking)
     tags = run_tags(cfg)
-    with tracking.managed_run(run_name=cfg.run_name, tags=tags) as active:
+    with tracking.managed_run(run_name=cfg.run_name, tags={**tags, **tracking.parent_tag(cfg.tracking)}) \
+            as active:
         cfg = _with_topk(cfg)
         k_tags = budget.budget_tags(cfg)      # GBDT-topK's K may be known only now
         tags.update(k_tags)

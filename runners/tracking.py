@@ -129,6 +129,18 @@ def configure(tracking: DictConfig | Mapping) -> str:
     return exp_id
 
 
+def user_tags(tracking: DictConfig | Mapping) -> dict[str, str]:
+    """``tracking.tags``: extra tags of every run of a runner (as strings)."""
+    return {str(k): str(v) for k, v in (tracking.get("tags") or {}).items()}
+
+
+def parent_tag(tracking: DictConfig | Mapping) -> dict[str, str]:
+    """The tag nesting a runner's top-level run under ``tracking.parent_run_id`` in the MLflow UI
+    (empty when it is null); nested runs get their parent from MLflow itself."""
+    parent = tracking.get("parent_run_id")
+    return {"mlflow.parentRunId": str(parent)} if parent else {}
+
+
 # ------------------------------------------------------------------------------- run life cycle
 
 class Terminated(KeyboardInterrupt):

@@ -358,7 +358,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
     study = load_study(cfg.tune, storage)
     name = study.study_name
     parent, invocation, created = _start_parent(storage, study, exp_id, {
-        **tags, "counts_for_topk": "false", "study_name": name, "role": "study"})
+        **tags, "counts_for_topk": "false", "study_name": name, "role": "study",
+        **tracking.parent_tag(cfg.tracking)})
     with parent:
         try:
             study = load_study(cfg.tune, storage, invocation)   # TPE seeded for this invocation

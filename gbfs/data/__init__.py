@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from numbers import Real
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import train_test_split
@@ -37,6 +38,7 @@ from .manifest import (
     Manifest,
     ManifestError,
     available_manifests,
+    raw_dir,
     read_manifest,
 )
 from .ovr import OVR_DATASETS
@@ -44,8 +46,9 @@ from .prepare import CacheError, load_prepared
 from .synthetic import GENERATORS
 from .synthetic_base import check_positive
 
-__all__ = ["Dataset", "load", "load_dataset", "list_datasets", "read_dataset_manifest", "split_train_val",
-           "BUNDLED", "CacheError", "ChecksumError", "ContentError", "DataRootError", "DownloadError",
+__all__ = ["Dataset", "load", "load_dataset", "list_datasets", "missing_raw_files", "read_dataset_manifest",
+           "split_train_val", "BUNDLED", "CacheError", "ChecksumError", "ContentError", "DataRootError",
+           "DownloadError",
            "FormatError", "LockFileError", "ManifestError", "RetryPolicy", "ENV_DATA_DIR", "ENV_MIRROR"]
 
 SPLITS = ("train", "val", "test")
@@ -173,6 +176,14 @@ def read_dataset_manifest(name: str, root=None) -> Manifest:
         known = list_datasets(root)
         raise ManifestError(f"{err}; bundled with scikit-learn: {', '.join(known['bundled'])}; "
                             f"synthetic: {', '.join(known['synthetic'])}") from None
+
+
+def missing_raw_files(name: str, root=None) -> list[Path]:
+    """The raw files of the real dataset ``name`` that are not on disk: empty when it loads without
+    downloading anything (its files may still fail verification when loaded)."""
+    manifest = read_dataset_manifest(name, root)
+    folder = raw_dir(manifest, root)
+    return [folder / f for f in manifest.files if not (folder / f).is_file()]
 
 
 def checksum_summary(manifest: Manifest, root=None) -> str:

@@ -1,0 +1,423 @@
+"""The papers' tables and figures in one command: ``python -m runners.reproduce``.
+
+    python -m runners.reproduce                              # quick: the stand-ins, few trials
+    python -m runners.reproduce reproduce.scale=standard     # the stand-ins at full size
+    python -m runners.reproduce reproduce.scale=paper        # the real data on disk (the paper's protocol)
+
+For every dataset of the scale (``conf/reproduce.yaml``) and every row of the GT-GBM paper's
+Table 3 (GBDT-Full, GBFS, A-GBM, GT-GBM, GBDT-topK, and our peers), as the paper's Section 5.1 and
+Appendix C do: the method is tuned by :mod:`runners.tune` on the 80/20 validation split of the
+first seed's training rows (Table 5's search: mu, shrinkage, alpha), its best parameters are refitted
+and scored once on test; every further seed fits the tuned parameters on its own draw of the data
+(a stand-in's generator, the validation split, the model's random choices) with
+:mod:`runners.run`.  GBDT-topK runs last, with K = the largest number of features GBFS, A-GBM and
+GT-GBM selected at that seed (the paper's rule, :func:`topk_k`).  A real dataset whose files are not
+on disk is skipped with one line.  The MVS paper's Tables 2-4 come from
+:mod:`runners.reproduce_mvs`.
+
+MLflow: one parent run per reproduction (``role=reproduction``, found again by ``reproduce.name``),
+every study and fit nested under it and tagged ``reproduction`` (the parent's id),
+``repro_dataset``, ``repro_row``, ``repro_config`` (a digest of the settings that made it).  The
+tables are built by reading those runs back (:mod:`runners.paper_tables`), never from memory, so
+a second invocation resumes: a unit whose FINISHED run exists is reused, an interrupted study
+continues from its counted trials.  The parent is ended FINISHED, FAILED on an error, KILLED on
+Ctrl-C or SIGTERM (exit status 143).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hydra
+import mlflow
+import pandas as pd
+from hydra.core.hydra_config import HydraConfig
+from mlflow.entities import Run
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from gbfs.data import list_datasets, missing_raw_files
+from runners import paper_tables, reproduce_mvs, sampling_report, tracking
+from runners import run as single_run
+from runners import tune as tuning
+
+log = logging.getLogger(__name__)
+
+#: ``overrides -> config``: the reproduction's own config composed with a unit's overrides
+Compose = Callable[[Sequence[str]], DictConfig]
+ROLE = "reproduction"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the tables: a method config plus overrides (``conf/reproduce.yaml``)."""
+
+    name: str
+    label: str
+    overrides: tuple[str, ...]
+    selector: bool = False  # its feature count gives GBDT-topK's K
+    k_param: str | None = None  # held to that K through this parameter
+    paper: str | None = None  # its row in results/reference/
+
+
+def rows_of(cfg: DictConfig) -> list[Row]:
+    """The rows of ``reproduce.rows``, the K-rows last (their K comes from the selectors)."""
+    rows = []
+    for name, spec in cfg.reproduce.rows.items():
+        unknown = set(spec) - {"label", "overrides", "selector", "k_param", "paper"}
+        if unknown or not spec.get("overrides"):
+            raise ValueError(
+                f"reproduce.rows.{name}: needs overrides (a method=...), and only label, "
+                f"overrides, selector, k_param, paper; got {sorted(spec)}"
+            )
+        rows.append(
+            Row(
+                str(name),
+                str(spec.get("label", name)),
+                tuple(spec.overrides),
+                bool(spec.get("selector", False)),
+                spec.get("k_param"),
+                spec.get("paper"),
+            )
+        )
+    if any(r.k_param for r in rows) and not any(r.selector for r in rows):
+        raise ValueError("reproduce.rows: a row with k_param needs at least one row with selector: true")
+    return sorted(rows, key=lambda r: r.k_param is not None)
+
+
+def scale_of(cfg: DictConfig) -> DictConfig:
+    """``reproduce.scales[reproduce.scale]``, checked: seeds, n_trials and the datasets' names."""
+    scales, scale = cfg.reproduce.scales, cfg.reproduce.scale
+    if scale not in scales:
+        raise ValueError(f"reproduce.scale must be one of {sorted(scales)}, got {scale!r}")
+    s = scales[scale]
+    seeds = list(s.get("seeds") or [])
+    if (
+        not seeds
+        or any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in seeds)
+        or len(set(seeds)) != len(seeds)
+    ):
+        raise ValueError(
+            f"reproduce.scales.{scale}.seeds must be distinct non-negative integers, got {seeds}"
+        )
+    if not isinstance(s.get("n_trials"), int) or s.n_trials < 1:
+        raise ValueError(
+            f"reproduce.scales.{scale}.n_trials must be a positive integer, got {s.get('n_trials')}"
+        )
+    known = {n for names in list_datasets().values() for n in names}
+    unknown = sorted(set(s.datasets) - known)
+    if unknown:
+        raise ValueError(f"reproduce.scales.{scale}.datasets: unknown {unknown}; known: {sorted(known)}")
+    subset = cfg.reproduce.get("datasets")
+    if subset is not None and set(subset) - set(s.datasets):
+        raise ValueError(
+            f"reproduce.datasets: {sorted(set(subset) - set(s.datasets))} not in "
+            f"reproduce.scales.{scale}.datasets ({list(s.datasets)})"
+        )
+    return s
+
+
+def datasets_of(cfg: DictConfig) -> dict[str, dict]:
+    """The datasets to run and their settings: the scale's, or the subset ``reproduce.datasets``."""
+    every = OmegaConf.to_container(scale_of(cfg).datasets, resolve=True)
+    subset = cfg.reproduce.get("datasets")
+    return {str(k): v or {} for k, v in every.items() if subset is None or k in subset}
+
+
+def topk_k(selected: Mapping[str, float]) -> int:
+    """GBDT-topK's K (GT-GBM paper, Section 5.1): the largest number of features selected by the
+    selectors (GBFS, A-GBM, GT-GBM) at the same seed; at least 1."""
+    if not selected:
+        raise ValueError("GBDT-topK's K needs the feature counts of the selectors (none finished)")
+    return max(1, int(round(max(selected.values()))))
+
+
+def missing_data(name: str, data_dir: str | None) -> str | None:
+    """Why the real dataset ``name`` cannot run offline (its raw files not on disk), or None."""
+    if name not in list_datasets(data_dir)["real"]:
+        return None
+    missing = missing_raw_files(name, data_dir)
+    if not missing:
+        return None
+    return (
+        f"{name}: skipped, the real data is not on disk ({len(missing)} file(s) missing, e.g. "
+        f"{missing[0]}); `python -m gbfs.data download {name}` fetches it"
+    )
+
+
+def data_overrides(dataset: str, settings: Mapping | DictConfig) -> list[str]:
+    """The overrides selecting ``dataset`` with its ``reproduce.scales.<scale>.datasets`` settings
+    (nested ones as dotted keys: ``{kwargs: {feature_scale: 0.1}}``)."""
+    if isinstance(settings, DictConfig):
+        settings = OmegaConf.to_container(settings, resolve=True)
+    return [
+        f"dataset={dataset}",
+        *(f"{k}={v}" for k, v in tracking.flatten(settings or {}, "dataset.").items()),
+    ]
+
+
+def digest(*parts: object) -> str:
+    """A short stable digest of the settings that make a unit (its runs are found by it)."""
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+@dataclass
+class Reproduction:
+    """The parent run and the units under it; ``compose`` builds a unit's config."""
+
+    cfg: DictConfig
+    compose: Compose
+    client: MlflowClient = field(init=False)
+    parent_id: str = ""
+    exp_id: str = ""
+
+    def start(self) -> None:
+        """Find this reproduction's parent run (by ``reproduce.name``) and reopen it, or create it."""
+        self.exp_id = tracking.configure(self.cfg.tracking)
+        self.client = MlflowClient()   # of the store just configured
+        name = str(self.cfg.reproduce.name)
+        found = self.client.search_runs(
+            [self.exp_id],
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+            filter_string=f"tags.role = '{ROLE}' and tags.reproduction_name = '{name}'",
+        )
+        tags = {
+            "role": ROLE,
+            "reproduction_name": name,
+            "scale": str(self.cfg.reproduce.scale),
+            "worker": tracking.worker_id(),
+            "git_commit": tracking.git_commit(),
+        }
+        if found:
+            self.parent_id = found[0].info.run_id
+            self.client.update_run(self.parent_id, status="RUNNING")
+            for k, v in tags.items():
+                self.client.set_tag(self.parent_id, k, v)
+            log.info("resuming reproduction %r (MLflow run %s)", name, self.parent_id)
+        else:
+            run = self.client.create_run(self.exp_id, run_name=f"reproduce-{name}", tags=tags)
+            self.parent_id = run.info.run_id
+            scale = OmegaConf.to_container(scale_of(self.cfg), resolve=True)
+            self.client.log_batch(
+                self.parent_id,
+                params=[
+                    mlflow.entities.Param(k, v[:6000]) for k, v in tracking.flatten(scale, "scale.").items()
+                ],
+            )
+
+    def find(self, dataset: str, row: str, seed: int, role: str, config: str) -> Run | None:
+        """The latest FINISHED run of a unit (``role``: ``refit`` or ``evaluation``), or None."""
+        query = (
+            f"tags.reproduction = '{self.parent_id}' and tags.repro_dataset = '{dataset}' and "
+            f"tags.repro_row = '{row}' and tags.seed = '{seed}' and tags.repro_config = '{config}' and "
+            f"tags.role = '{role}' and attributes.status = 'FINISHED'"
+        )
+        runs = self.client.search_runs(
+            [self.exp_id], filter_string=query, max_results=1, order_by=["attributes.start_time DESC"]
+        )
+        return runs[0] if runs else None
+
+    def unit_cfg(self, overrides: Sequence[str], tags: Mapping[str, str]) -> DictConfig:
+        cfg = self.compose(list(overrides))
+        with open_dict(cfg):
+            del cfg["reproduce"]
+            cfg.tracking.tags = {**tracking.user_tags(cfg.tracking), **tags}
+            cfg.tracking.parent_run_id = self.parent_id
+        return cfg
+
+    def unit(
+        self,
+        dataset: str,
+        settings: Mapping,
+        row: Row,
+        seed: int,
+        first: bool,
+        k: int | None,
+        best: Mapping[str, str] | None,
+    ) -> Run:
+        """The final run of one row at one seed: the study's refit (first seed) or a fit of the
+        tuned parameters; reused if it exists."""
+        base = [*row.overrides, *data_overrides(dataset, settings)]
+        if k is not None:
+            base.append(f"{row.k_param}={k}")
+        n_trials = int(scale_of(self.cfg).n_trials)
+        config = digest(base, n_trials, sorted(best.items()) if best else None, self.cfg.reproduce.name)
+        role = "refit" if first else "evaluation"
+        found = self.find(dataset, row.name, seed, role, config)
+        if found is not None:
+            return found
+        tags = {
+            "reproduction": self.parent_id,
+            "repro_dataset": dataset,
+            "repro_row": row.name,
+            "repro_config": config,
+            "role": "evaluation",
+        }
+        if first:
+            study = f"reproduce-{self.cfg.reproduce.name}-{row.name}-{dataset}-{config}"
+            cfg = self.unit_cfg(
+                [*base, f"seed={seed}", f"tune.n_trials={n_trials}", f"tune.study_name={study}"], tags
+            )
+            log.info(
+                "%s on %s: tuning (%d trials), then refit on seed %d", row.label, dataset, n_trials, seed
+            )
+            tuning.run(cfg)
+        else:
+            extra = [f"method.params.{key}={value}" for key, value in (best or {}).items()]
+            cfg = self.unit_cfg([*base, f"seed={seed}", "tune=off", *extra], tags)
+            log.info("%s on %s: the tuned parameters on seed %d", row.label, dataset, seed)
+            single_run.run(cfg)
+        found = self.find(dataset, row.name, seed, role, config)
+        if found is None:
+            raise RuntimeError(f"{row.label} on {dataset}, seed {seed}: no FINISHED run was logged")
+        return found
+
+    def dataset(self, name: str, settings: Mapping, rows: list[Row], seeds: Sequence[int]) -> dict[str, Run]:
+        """Every row at every seed on ``name``; returns ``{"<row>/<seed>": run}``."""
+        runs: dict[str, Run] = {}
+        for row in rows:
+            best = None
+            for i, seed in enumerate(seeds):
+                k = None
+                if row.k_param:
+                    k = topk_k(
+                        {
+                            r.name: runs[f"{r.name}/{seed}"].data.metrics["n_selected_features"]
+                            for r in rows
+                            if r.selector
+                        }
+                    )
+                run = self.unit(name, settings, row, seed, i == 0, k, best)
+                runs[f"{row.name}/{seed}"] = run
+                if i == 0:
+                    best = tuned_params(self.cfg, self.compose, row, run)
+        return runs
+
+    def finish(self, status: str, seconds: float) -> None:
+        tracking.log_metrics(self.parent_id, {"invocation_seconds": seconds})
+        self.client.set_terminated(self.parent_id, status)
+
+
+def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
+    """The MVS paper's Tables 2-4 (:mod:`runners.reproduce_mvs`): the comparison's MLflow run under
+    the parent (``role=sampling``; reused when finished), its CSV and settings read back from that
+    run, the tables written into ``folder`` next to the paper's numbers."""
+    config = digest(settings, str(rep.cfg.reproduce.name))
+    found = rep.client.search_runs(
+        [rep.exp_id],
+        max_results=1,
+        order_by=["attributes.start_time DESC"],
+        filter_string=f"tags.reproduction = '{rep.parent_id}' and tags.role = 'sampling' "
+        f"and tags.repro_config = '{config}' and attributes.status = 'FINISHED'",
+    )
+    if found:
+        run_id = found[0].info.run_id
+    else:
+        log.info("MVS paper: comparing the row samplers on %s", settings.get("dataset"))
+        df, meta = reproduce_mvs.compute(settings)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = sampling_report.write(df, Path(tmp), meta)
+            (Path(tmp) / "meta.json").write_text(json.dumps(meta, default=str))
+            tags = {
+                "mlflow.parentRunId": rep.parent_id,
+                "reproduction": rep.parent_id,
+                "repro_config": config,
+                "worker": tracking.worker_id(),
+            }
+            run_id = sampling_report.log_mlflow(
+                df,
+                [*paths, Path(tmp) / "meta.json"],
+                meta,
+                rep.cfg.tracking.uri,
+                rep.cfg.tracking.experiment,
+                tags=tags,
+            )
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
+        df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())
+    reproduce_mvs.write(df, meta, folder)
+    return folder
+
+
+def tuned_params(cfg: DictConfig, compose: Compose, row: Row, refit: Run) -> dict[str, str]:
+    """The study's best parameters as the refit logged them (``method.params.<name>`` of the
+    method's search space), to fit on the other seeds."""
+    method = compose(list(row.overrides)).method
+    return {
+        key: refit.data.params[f"method.params.{key}"]
+        for key in (method.get("search_space") or {})
+        if f"method.params.{key}" in refit.data.params
+    }
+
+
+def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
+    """Run (or resume) the reproduction of ``cfg.reproduce``; return the folders written, by dataset.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``reproduce`` setting, before any run is created.
+    """
+    scale, rows = scale_of(cfg), rows_of(cfg)
+    seeds = [int(s) for s in scale.seeds]
+    rep = Reproduction(cfg, compose)
+    rep.start()
+    t0, status, written = time.perf_counter(), "FAILED", {}
+    try:
+        out = Path(str(cfg.reproduce.out_dir))
+        for name, settings in datasets_of(cfg).items():
+            reason = missing_data(name, cfg.paths.data_dir)
+            if reason is not None:
+                print(reason)
+                continue
+            t1 = time.perf_counter()
+            runs = rep.dataset(name, settings, rows, seeds)
+            data = rep.unit_cfg(
+                [*rows[0].overrides, *data_overrides(str(name), settings), f"seed={seeds[0]}"], {}
+            )
+            written[str(name)] = paper_tables.write_dataset(
+                rep.client, rep.parent_id, str(name), rows, runs, seeds, data, cfg.reproduce, out / str(name)
+            )
+            tracking.log_metrics(rep.parent_id, {f"seconds_{name}": time.perf_counter() - t1})
+            print(f"{name}: {written[str(name)]} ({time.perf_counter() - t1:.0f} s in this invocation)")
+        if scale.get("mvs"):
+            written["mvs"] = mvs_tables(rep, OmegaConf.to_container(scale.mvs, resolve=True), out / "mvs")
+            print(f"mvs: {written['mvs']}")
+        for key, folder in written.items():
+            for path in sorted(folder.iterdir()):
+                rep.client.log_artifact(rep.parent_id, str(path), artifact_path=key)
+        status = "FINISHED"
+    except BaseException as err:
+        status = tracking.run_status(err)
+        raise
+    finally:
+        rep.finish(status, time.perf_counter() - t0)
+    print(
+        f"reproduction {cfg.reproduce.name!r}: MLflow run {rep.parent_id}; "
+        + single_run.ui_hint(cfg.tracking.uri)
+    )
+    return written
+
+
+def hydra_compose(overrides: Sequence[str]) -> DictConfig:
+    """The ``reproduce`` config with the command line's overrides, then a unit's."""
+    task = list(HydraConfig.get().overrides.task)
+    return hydra.compose(config_name="reproduce", overrides=[*task, *overrides])
+
+
+@hydra.main(version_base="1.3", config_path="../conf", config_name="reproduce")
+def main(cfg: DictConfig) -> None:
+    with tracking.sigterm_as_interrupt():  # SIGTERM ends every open run KILLED, exits with status 143
+        run(cfg, hydra_compose)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""runners.reproduce: the K rule, the settings' checks, the skip-without-data path, the table builder
+against hand-made runs in a real SQLite MLflow store, and a whole reproduction (tiny) that resumes."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+from harness_utils import CONF
+from hydra import compose, initialize_config_dir
+from mlflow.tracking import MlflowClient
+
+from runners import paper_claims, paper_tables
+from runners import reproduce as rp
+
+pytestmark = pytest.mark.usefixtures("restore_mlflow")
+
+# four small rows (the paper's three needed by the K rule and GBDT-topK) on 300 rows x 100 columns
+TINY_ROWS = [
+    "~reproduce.rows.gtgbm",
+    "~reproduce.rows.lgbm_cegb",
+    "~reproduce.rows.agbm_refit",
+    "~reproduce.rows.gbfs_topk",
+    "method.params.n_estimators=10",
+    "method.params.early_stopping_rounds=5",
+]
+TINY_SCALE = [
+    "reproduce.scale=tiny",
+    "+reproduce.scales.tiny={seeds: [0, 1], n_trials: 1, mvs: null, datasets: "
+    "{gisette_like: {scale: 0.05, kwargs: {feature_scale: 0.02}}, gisette: {scale: 0.1}}}",
+]
+
+
+def _scale(datasets: str, seeds: str = "[0]") -> list[str]:
+    return [
+        "reproduce.scale=tiny",
+        f"+reproduce.scales.tiny={{seeds: {seeds}, n_trials: 1, mvs: null, datasets: {datasets}}}",
+    ]
+
+
+def _run(root: Path, overrides: list[str], capsys=None):
+    base = [f"paths.root_dir={root}", f"paths.data_dir={root}/data", *overrides]
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose(config_name="reproduce", overrides=base)
+        return rp.run(cfg, lambda ov: compose(config_name="reproduce", overrides=[*base, *ov]))
+
+
+def _all_runs(root: Path):
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    exp = client.get_experiment_by_name("reproduction")
+    return client, client.search_runs([exp.experiment_id], max_results=5000)
+
+
+def test_topk_k_is_the_largest_selector_count():
+    assert rp.topk_k({"gbfs": 12.0, "agbm": 30.0, "gtgbm": 7.0}) == 30
+    assert rp.topk_k({"gbfs": 0.0}) == 1
+    with pytest.raises(ValueError, match="selectors"):
+        rp.topk_k({})
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        (["reproduce.scale=huge"], "reproduce.scale must be one of"),
+        (["reproduce.scales.quick.seeds=[0,0]"], "seeds must be distinct"),
+        (["reproduce.scales.quick.n_trials=0"], "n_trials must be a positive"),
+        (_scale("{nope: {}}"), r"unknown \['nope'\]"),
+        (["reproduce.datasets=[gisette_like, nope]"], r"reproduce.datasets: \['nope'\] not in"),
+        (["~reproduce.rows.gbfs", "~reproduce.rows.agbm", "~reproduce.rows.gtgbm"], "selector: true"),
+    ],
+)
+def test_bad_settings_fail_before_any_run(tmp_path, overrides, match):
+    with pytest.raises(ValueError, match=match):
+        _run(tmp_path, overrides)
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_real_data_not_on_disk_is_one_line_and_leaves_no_failed_run(tmp_path, capsys):
+    written = _run(tmp_path, _scale("{gisette: {scale: 0.1}, epsilon: {}}"))
+    out = capsys.readouterr().out
+    assert written == {}
+    lines = [line for line in out.splitlines() if "skipped" in line]
+    assert len(lines) == 2 and "python -m gbfs.data download gisette" in lines[0]
+    assert "Traceback" not in out
+    _, runs = _all_runs(tmp_path)
+    assert [r.data.tags["role"] for r in runs] == ["reproduction"]
+    assert runs[0].info.status == "FINISHED"
+
+
+# ------------------------------------------------------------------ the table builder, by hand
+
+PAPER_ROWS = [
+    rp.Row("gbdt_full", "GBDT-Full", ("method=gbdt_full",), paper="gbdt_full"),
+    rp.Row("gbfs", "GBFS", ("method=gbfs",), selector=True, paper="gbfs"),
+    rp.Row("agbm", "A-GBM", ("method=agbm",), selector=True, paper="agbm"),
+    rp.Row("gtgbm", "GT-GBM", ("method=gtgbm",), selector=True, paper="gtgbm"),
+    rp.Row("gbdt_topk", "GBDT-topK", ("method=gbdt_topk",), k_param="method.params.k", paper="gbdt_topk"),
+    rp.Row("peer", "A peer", ("method=lgbm_cegb",)),
+]
+#: (test_auc, test_rmse, n_selected_features, fit_seconds) of each row at seeds 0 and 1
+HAND = {
+    "gbdt_full": [(0.95, 0.30, 400, 2.0), (0.97, 0.28, 420, 2.2)],
+    "gbfs": [(0.94, 0.31, 20, 4.0), (0.96, 0.29, 24, 4.4)],
+    "agbm": [(0.93, 0.32, 30, 3.0), (0.95, 0.30, 34, 3.2)],
+    "gtgbm": [(0.92, 0.33, 10, 1.0), (0.94, 0.31, 12, 1.2)],
+    "gbdt_topk": [(0.90, 0.35, 30, 1.5), (0.92, 0.33, 34, 1.5)],
+    "peer": [(0.99, 0.20, 5, 1.0), (0.99, 0.20, 5, 1.0)],
+}
+
+
+@pytest.fixture
+def hand_runs(tmp_path):
+    """Runs logged by hand as the runners log them (metrics, params, tags, curves, artifacts)."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    mlflow.set_tracking_uri(uri)
+    exp = mlflow.create_experiment("reproduction", artifact_location=str(tmp_path / "art"))
+    client = MlflowClient(uri)
+    parent = client.create_run(exp, tags={"role": "reproduction"}).info.run_id
+    runs = {}
+    for row in PAPER_ROWS:
+        for seed, (auc, rmse, n, sec) in enumerate(HAND[row.name]):
+            tags = {
+                "reproduction": parent,
+                "repro_dataset": "gisette_like",
+                "repro_row": row.name,
+                "seed": str(seed),
+                "role": "refit" if seed == 0 else "evaluation",
+                "mlflow.parentRunId": parent,
+            }
+            if row.k_param:
+                tags["budget"] = "34" if seed else "30"
+            with mlflow.start_run(experiment_id=exp, tags=tags) as r:
+                mlflow.log_metrics(
+                    {
+                        "test_auc": auc,
+                        "test_rmse": rmse,
+                        "n_selected_features": n,
+                        "fit_seconds": sec,
+                    },
+                    step=3,
+                )
+                mlflow.log_params(
+                    {
+                        "method.params.learning_rate": 0.05 + seed,
+                        "method.params.mu": "None" if row.name.startswith("gbdt") else 0.001 * (1 + seed),
+                        "method.params.min_node_fraction": 0.02,
+                    }
+                )
+                for step in range(3):
+                    mlflow.log_metrics(
+                        {
+                            "elapsed_seconds": 0.5 * (step + 1),
+                            "root_variance": 1.0 / (step + 1),
+                            "val_rmse": 0.4 - 0.01 * step,
+                            "val_auc": 0.8 + 0.01 * step,
+                        },
+                        step=step,
+                    )
+                mlflow.log_metric("val_auc", auc, step=3)  # the final model, after the curve
+                cols = list(range(seed + row.name.__len__() % 3, 40))
+                mlflow.log_text(
+                    json.dumps({"features": [{"index": j} for j in cols]}), "selected_features.json"
+                )
+            runs[f"{row.name}/{seed}"] = client.get_run(r.info.run_id)
+    return client, parent, runs
+
+
+def test_table3_reads_the_runs_back_next_to_the_papers_numbers(hand_runs):
+    client, parent, runs = hand_runs
+    frame = paper_tables.collect(runs, PAPER_ROWS, [0, 1])
+    assert len(frame) == 12 and set(frame.run_id) == {r.info.run_id for r in runs.values()}
+    t3 = paper_tables.table3(paper_tables.summarize(frame), "gisette_like", {"gtgbm": 0.1, "gbdt_topk": 0.3})
+    by = t3.set_index("row")
+    assert by.loc["gbfs", "auc"] == pytest.approx(95.0)
+    assert by.loc["gbfs", "auc_sd"] == pytest.approx(np.std([94.0, 96.0], ddof=1))
+    assert by.loc["gbfs", "n_features"] == 22 and by.loc["gbfs", "n_features_paper"] == 172
+    assert by.loc["gbfs", "auc_delta"] == pytest.approx(95.0 - 99.01)
+    assert by.loc["gbfs", "rmse_delta"] == pytest.approx(0.30 - 0.183)
+    assert by.loc["gbdt_full", "auc_paper"] == 99.33 and math.isnan(by.loc["gbdt_full", "rmse_paper"])
+    assert math.isnan(by.loc["peer", "auc_paper"]) and by.loc["gbdt_topk", "budget"] == "30,34"
+    assert by.loc["gtgbm", "run_ids"].split() == [runs["gtgbm/0"].info.run_id, runs["gtgbm/1"].info.run_id]
+    md = paper_tables.table3_markdown(t3, "gisette_like", 20)
+    assert f"`{runs['agbm/1'].info.run_id[:8]}`" in md and "95.00 ± 1.41 | 99.01 | -4.01" in md
+    # Table 5: the first seed's tuned parameters; Table 6: GBDT-Full
+    t5 = paper_tables.table5_markdown(frame, "gisette_like", 0)
+    assert re.search(r"\| GBFS \| 0.001 \| 1.1 \| 0.05 \| 0.1 \| 0.02 \| 0.02 \|", t5)
+    assert "| GBDT-Full | - | - | 0.05 | 0.1 |" in t5
+    t6 = paper_tables.table6_markdown(t3, frame, "gisette_like", 0)
+    assert "| GBDT-Full | 0.05 | 0.1 | 0.02 | 96.00 ± 1.41 | 99.33 | -3.33 |" in t6
+
+
+def test_claims_say_what_holds_with_both_numbers(hand_runs):
+    _, _, runs = hand_runs
+    frame = paper_tables.collect(runs, PAPER_ROWS, [0, 1])
+    t3 = paper_tables.table3(paper_tables.summarize(frame), "gisette_like", {"gtgbm": 0.1, "gbdt_topk": 0.3})
+    text = "\n".join(paper_claims.claims(t3))
+    assert "GBFS has a higher test AUC than GBDT-topK (K = 30,34): ours +4.00 pt" in text
+    assert "paper +1.13 pt: **holds**" in text
+    assert "GT-GBM picks no more features than GBFS and A-GBM: ours 11.0 vs 22.0 / 32.0" in text
+    assert "their fit time is 3.82× / 2.82× GT-GBM's" in text
+    assert "0.100 vs 0.300" in text
+    assert "best selector (GBFS) loses at most 0.5 pt" in text and "ours -1.00 pt (within noise)" in text
+    assert "A peer: test AUC 99.00 %" in "\n".join(paper_claims.peers(t3))
+
+
+def test_curves_join_the_metrics_on_elapsed_time_by_iteration(hand_runs):
+    client, _, runs = hand_runs
+    c = paper_tables.curves(client, runs["gbfs/0"].info.run_id)
+    assert c["root_variance"] == [(0.5, 1.0), (1.0, 0.5), (1.5, pytest.approx(1 / 3))]
+    assert [v for _, v in c["val_auc"]] == pytest.approx([0.8, 0.81, 0.82])  # not the final step 3
+    assert paper_tables.first_features(runs["gbfs/1"].info.run_id, 5) == [2, 3, 4, 5, 6]
+
+
+# ------------------------------------------------------------------ a whole (tiny) reproduction
+
+
+def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_path, capsys):
+    written = _run(tmp_path, [*TINY_ROWS, *TINY_SCALE])
+    folder = written["gisette_like"]
+    assert {p.name for p in folder.iterdir()} == {
+        "table3.md",
+        "table3.csv",
+        "table5.md",
+        "table6.md",
+        "figure2.png",
+        "README.md",
+    }
+    client, runs = _all_runs(tmp_path)
+    assert sum(r.info.status != "FINISHED" for r in runs) == 0
+    finals = [r for r in runs if r.data.tags.get("role") in ("refit", "evaluation")]
+    assert len(finals) == 4 * 2
+    t3 = pd.read_csv(folder / "table3.csv")
+    cited = {i for ids in t3.run_ids for i in ids.split()}
+    assert cited == {r.info.run_id for r in finals}
+    # GBDT-topK's K at each seed is the largest count of the selectors at that seed
+    by = {(r.data.tags["repro_row"], r.data.tags["seed"]): r for r in finals}
+    for seed in ("0", "1"):
+        k = max(by[(m, seed)].data.metrics["n_selected_features"] for m in ("gbfs", "agbm"))
+        assert by[("gbdt_topk", seed)].data.tags["budget"] == str(int(k))
+    parent = next(r for r in runs if r.data.tags.get("role") == "reproduction")
+    assert all(r.data.tags.get("reproduction") == parent.info.run_id for r in runs if r is not parent)
+    assert "gisette: skipped" in capsys.readouterr().out
+    # the second invocation reuses every finished unit: no new run but the tables rewritten
+    (folder / "table3.md").unlink()
+    _run(tmp_path, [*TINY_ROWS, *TINY_SCALE])
+    _, again = _all_runs(tmp_path)
+    assert {r.info.run_id for r in again} == {r.info.run_id for r in runs}
+    assert (folder / "table3.md").read_text().count("|") > 20
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"gisette_like"}
