@@ -85,6 +85,11 @@ def collect(runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int]) -> pd
     return pd.DataFrame(records)
 
 
+def _given(value) -> bool:
+    """Whether a tag or param holds a value (not missing, NaN, or a logged ``None``)."""
+    return not (value is None or value in ("", "None") or (isinstance(value, float) and math.isnan(value)))
+
+
 def _sd(x: pd.Series) -> float:
     return float(x.std(ddof=1)) if len(x) > 1 else 0.0
 
@@ -108,7 +113,7 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
                 "auc": auc.mean(),
                 "auc_sd": _sd(auc),
                 "fit_seconds": g.fit_seconds.mean(),
-                "budget": ",".join(sorted({str(b) for b in g.budget if b not in (None, "None")})) or None,
+                "budget": ",".join(sorted({str(b) for b in g.budget if _given(b)}, key=float)) or None,
                 "run_ids": " ".join(g.run_id),
             }
         )
@@ -162,7 +167,7 @@ def table3_markdown(t3: pd.DataFrame, dataset: str, n_features_corr: int) -> str
     for r in t3.itertuples():
         runs = ", ".join(f"`{i[:8]}`" for i in r.run_ids.split())
         lines.append(
-            f"| {r.method}{'' if not r.budget else f' (K={r.budget})'} | "
+            f"| {r.method}{f' (K={r.budget})' if _given(r.budget) else ''} | "
             f"{_mean_sd(r.n_features, r.n_features_sd, '.1f', r.n_seeds)} | "
             f"{_num(r.n_features_paper, '.0f')} | "
             f"{_num(r.n_features_delta, '+.1f')} | {_mean_sd(r.rmse, r.rmse_sd, '.3f', r.n_seeds)} | "

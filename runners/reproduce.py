@@ -26,9 +26,9 @@ Ctrl-C or SIGTERM (exit status 143).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
+import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,129 +43,25 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from gbfs.data import list_datasets, missing_raw_files
 from runners import paper_tables, reproduce_mvs, sampling_report, tracking
 from runners import run as single_run
 from runners import tune as tuning
+from runners.reproduce_plan import (
+    Row,
+    data_overrides,
+    datasets_of,
+    digest,
+    missing_data,
+    rows_of,
+    scale_of,
+    topk_k,
+)
 
 log = logging.getLogger(__name__)
 
 #: ``overrides -> config``: the reproduction's own config composed with a unit's overrides
 Compose = Callable[[Sequence[str]], DictConfig]
 ROLE = "reproduction"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One row of the tables: a method config plus overrides (``conf/reproduce.yaml``)."""
-
-    name: str
-    label: str
-    overrides: tuple[str, ...]
-    selector: bool = False  # its feature count gives GBDT-topK's K
-    k_param: str | None = None  # held to that K through this parameter
-    paper: str | None = None  # its row in results/reference/
-
-
-def rows_of(cfg: DictConfig) -> list[Row]:
-    """The rows of ``reproduce.rows``, the K-rows last (their K comes from the selectors)."""
-    rows = []
-    for name, spec in cfg.reproduce.rows.items():
-        unknown = set(spec) - {"label", "overrides", "selector", "k_param", "paper"}
-        if unknown or not spec.get("overrides"):
-            raise ValueError(
-                f"reproduce.rows.{name}: needs overrides (a method=...), and only label, "
-                f"overrides, selector, k_param, paper; got {sorted(spec)}"
-            )
-        rows.append(
-            Row(
-                str(name),
-                str(spec.get("label", name)),
-                tuple(spec.overrides),
-                bool(spec.get("selector", False)),
-                spec.get("k_param"),
-                spec.get("paper"),
-            )
-        )
-    if any(r.k_param for r in rows) and not any(r.selector for r in rows):
-        raise ValueError("reproduce.rows: a row with k_param needs at least one row with selector: true")
-    return sorted(rows, key=lambda r: r.k_param is not None)
-
-
-def scale_of(cfg: DictConfig) -> DictConfig:
-    """``reproduce.scales[reproduce.scale]``, checked: seeds, n_trials and the datasets' names."""
-    scales, scale = cfg.reproduce.scales, cfg.reproduce.scale
-    if scale not in scales:
-        raise ValueError(f"reproduce.scale must be one of {sorted(scales)}, got {scale!r}")
-    s = scales[scale]
-    seeds = list(s.get("seeds") or [])
-    if (
-        not seeds
-        or any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in seeds)
-        or len(set(seeds)) != len(seeds)
-    ):
-        raise ValueError(
-            f"reproduce.scales.{scale}.seeds must be distinct non-negative integers, got {seeds}"
-        )
-    if not isinstance(s.get("n_trials"), int) or s.n_trials < 1:
-        raise ValueError(
-            f"reproduce.scales.{scale}.n_trials must be a positive integer, got {s.get('n_trials')}"
-        )
-    known = {n for names in list_datasets().values() for n in names}
-    unknown = sorted(set(s.datasets) - known)
-    if unknown:
-        raise ValueError(f"reproduce.scales.{scale}.datasets: unknown {unknown}; known: {sorted(known)}")
-    subset = cfg.reproduce.get("datasets")
-    if subset is not None and set(subset) - set(s.datasets):
-        raise ValueError(
-            f"reproduce.datasets: {sorted(set(subset) - set(s.datasets))} not in "
-            f"reproduce.scales.{scale}.datasets ({list(s.datasets)})"
-        )
-    return s
-
-
-def datasets_of(cfg: DictConfig) -> dict[str, dict]:
-    """The datasets to run and their settings: the scale's, or the subset ``reproduce.datasets``."""
-    every = OmegaConf.to_container(scale_of(cfg).datasets, resolve=True)
-    subset = cfg.reproduce.get("datasets")
-    return {str(k): v or {} for k, v in every.items() if subset is None or k in subset}
-
-
-def topk_k(selected: Mapping[str, float]) -> int:
-    """GBDT-topK's K (GT-GBM paper, Section 5.1): the largest number of features selected by the
-    selectors (GBFS, A-GBM, GT-GBM) at the same seed; at least 1."""
-    if not selected:
-        raise ValueError("GBDT-topK's K needs the feature counts of the selectors (none finished)")
-    return max(1, int(round(max(selected.values()))))
-
-
-def missing_data(name: str, data_dir: str | None) -> str | None:
-    """Why the real dataset ``name`` cannot run offline (its raw files not on disk), or None."""
-    if name not in list_datasets(data_dir)["real"]:
-        return None
-    missing = missing_raw_files(name, data_dir)
-    if not missing:
-        return None
-    return (
-        f"{name}: skipped, the real data is not on disk ({len(missing)} file(s) missing, e.g. "
-        f"{missing[0]}); `python -m gbfs.data download {name}` fetches it"
-    )
-
-
-def data_overrides(dataset: str, settings: Mapping | DictConfig) -> list[str]:
-    """The overrides selecting ``dataset`` with its ``reproduce.scales.<scale>.datasets`` settings
-    (nested ones as dotted keys: ``{kwargs: {feature_scale: 0.1}}``)."""
-    if isinstance(settings, DictConfig):
-        settings = OmegaConf.to_container(settings, resolve=True)
-    return [
-        f"dataset={dataset}",
-        *(f"{k}={v}" for k, v in tracking.flatten(settings or {}, "dataset.").items()),
-    ]
-
-
-def digest(*parts: object) -> str:
-    """A short stable digest of the settings that make a unit (its runs are found by it)."""
-    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
 
 @dataclass
@@ -298,7 +194,7 @@ class Reproduction:
                 run = self.unit(name, settings, row, seed, i == 0, k, best)
                 runs[f"{row.name}/{seed}"] = run
                 if i == 0:
-                    best = tuned_params(self.cfg, self.compose, row, run)
+                    best = tuned_params(self.compose, row, run)
         return runs
 
     def finish(self, status: str, seconds: float) -> None:
@@ -347,7 +243,7 @@ def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
     return folder
 
 
-def tuned_params(cfg: DictConfig, compose: Compose, row: Row, refit: Run) -> dict[str, str]:
+def tuned_params(compose: Compose, row: Row, refit: Run) -> dict[str, str]:
     """The study's best parameters as the refit logged them (``method.params.<name>`` of the
     method's search space), to fit on the other seeds."""
     method = compose(list(row.overrides)).method
@@ -415,6 +311,8 @@ def hydra_compose(overrides: Sequence[str]) -> DictConfig:
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="reproduce")
 def main(cfg: DictConfig) -> None:
+    # the tables read many small artifacts back: no progress bar for each
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     with tracking.sigterm_as_interrupt():  # SIGTERM ends every open run KILLED, exits with status 143
         run(cfg, hydra_compose)
 

@@ -191,7 +191,7 @@ def _met(ours: bool, paper: bool) -> str:
 
 
 def _listed(values: Mapping[str, float], fmt: str = "{:+.2f}%") -> str:
-    return ", ".join(f"{LABELS[s]} {fmt.format(v)}" for s, v in values.items())
+    return ", ".join(f"{LABELS[s]} {'none' if np.isinf(v) else fmt.format(v)}" for s, v in values.items())
 
 
 def _summary(df: pd.DataFrame) -> list[str]:
@@ -232,7 +232,7 @@ def _summary(df: pd.DataFrame) -> list[str]:
     reach = [{s: r.rate if r.rule == "no loss" else np.inf for s, r in t.iterrows()} for t in (mine, theirs)]
     first = [v["mvs"] < np.inf and v["mvs"] <= min(v["sgb"], v["goss"]) for v in reach]
     out.append("- MVS reaches no quality loss at a rate no larger than SGB's and GOSS's (Table 4's rule): "
-               f"{_met(*first)} (smallest rate with relative error change <= 0, inf: none; ours: "
+               f"{_met(*first)} (the smallest rate with relative error change <= 0; ours: "
                f"{_listed(reach[0], '{:g}')}; paper's Table 3: {_listed(reach[1], '{:g}')})")
     times = pd.Series({s: 100 * (mine.rel_time[s] - 1) for s in three})
     ptimes = reference("mvs_table4").set_index("strategy").rel_time_pct[three]

@@ -253,3 +253,83 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
     assert {r.info.run_id for r in again} == {r.info.run_id for r in runs}
     assert (folder / "table3.md").read_text().count("|") > 20
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"gisette_like"}
+
+
+@pytest.mark.slow
+def test_every_row_figure3_and_the_mvs_tables(tmp_path):
+    mvs = (
+        "{dataset: epsilon_like, scale: 0.01, feature_scale: 0.02, rates: [0.2, 1.0], seeds: 2, trees: 5, "
+        "strategies: [sgb, mvs]}"
+    )
+    written = _run(
+        tmp_path,
+        [
+            "method.params.n_estimators=10",
+            "method.params.early_stopping_rounds=5",
+            "reproduce.scale=tiny",
+            "+reproduce.scales.tiny={seeds: [0], n_trials: 1, datasets: "
+            "{gisette_like: {scale: 0.05, kwargs: {feature_scale: 0.02}}}, mvs: " + mvs + "}",
+        ],
+    )
+    assert (written["gisette_like"] / "figure3.png").read_bytes()[:4] == b"\x89PNG"
+    t3 = pd.read_csv(written["gisette_like"] / "table3.csv")
+    assert list(t3.row) == [
+        "gbdt_full",
+        "gbfs",
+        "agbm",
+        "gtgbm",
+        "lgbm_cegb",
+        "agbm_refit",
+        "gbdt_topk",
+        "gbfs_topk",
+    ]
+    assert not np.isnan(t3.set_index("row").corr_top[["gbdt_topk", "gtgbm"]]).any()
+    assert {"table2.md", "table3.md", "table4.md", "README.md", "sampling.csv"} <= {
+        p.name for p in written["mvs"].iterdir()
+    }
+    client, runs = _all_runs(tmp_path)
+    (sampling,) = [r for r in runs if r.data.tags.get("role") == "sampling"]
+    parent = next(r for r in runs if r.data.tags.get("role") == "reproduction")
+    assert sampling.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"gisette_like", "mvs"}
+
+
+@pytest.mark.slow
+def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from harness_utils import wait_for
+
+    argv = [sys.executable, "-m", "runners.reproduce", f"paths.root_dir={tmp_path}", *TINY_ROWS, *TINY_SCALE]
+    with open(tmp_path / "log", "wb") as out:
+        proc = subprocess.Popen(
+            [*argv, "method.params.n_estimators=10000000", "method.params.early_stopping_rounds=null"],
+            cwd=Path(__file__).resolve().parents[1],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+
+        def trial_running():
+            if not (tmp_path / "mlflow.db").exists():
+                return None
+            try:
+                client, runs = _all_runs(tmp_path)
+            except Exception:  # noqa: BLE001 -- the store is being created
+                return None
+            return [r for r in runs if r.data.tags.get("role") == "trial" and r.info.status == "RUNNING"]
+
+        wait_for(trial_running, "a running trial")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=300) == 143, (tmp_path / "log").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    _, runs = _all_runs(tmp_path)
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+    parent = next(r for r in runs if r.data.tags.get("role") == "reproduction")
+    assert parent.info.status == "KILLED"
