@@ -299,31 +299,25 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
     import signal
     import subprocess
     import sys
-    import time
 
     from harness_utils import wait_for
 
+    from runners import tracking
+
+    # the store exists before the process starts, so polling it never races its schema creation
+    tracking.init_store(f"sqlite:///{tmp_path}/mlflow.db", "reproduction")
+    client, _ = _all_runs(tmp_path)
+    exp = client.get_experiment_by_name("reproduction").experiment_id
     argv = [sys.executable, "-m", "runners.reproduce", f"paths.root_dir={tmp_path}", *TINY_ROWS, *TINY_SCALE]
     with open(tmp_path / "log", "wb") as out:
         proc = subprocess.Popen(
-            [*argv, "method.params.n_estimators=10000000", "method.params.early_stopping_rounds=null"],
-            cwd=Path(__file__).resolve().parents[1],
-            stdout=out,
-            stderr=subprocess.STDOUT,
+            argv, cwd=Path(__file__).resolve().parents[1], stdout=out, stderr=subprocess.STDOUT
         )
     try:
-
-        def trial_running():
-            if not (tmp_path / "mlflow.db").exists():
-                return None
-            try:
-                client, runs = _all_runs(tmp_path)
-            except Exception:  # noqa: BLE001 -- the store is being created
-                return None
-            return [r for r in runs if r.data.tags.get("role") == "trial" and r.info.status == "RUNNING"]
-
-        wait_for(trial_running, "a running trial")
-        time.sleep(0.5)
+        (first,) = wait_for(
+            lambda: client.search_runs([exp], "tags.role = 'refit' and attributes.status = 'FINISHED'"),
+            "a finished refit",
+        )
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=300) == 143, (tmp_path / "log").read_text()[-3000:]
     finally:
@@ -331,5 +325,14 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
             proc.kill()
     _, runs = _all_runs(tmp_path)
     assert not [r for r in runs if r.info.status == "RUNNING"]
-    parent = next(r for r in runs if r.data.tags.get("role") == "reproduction")
+    (parent,) = [r for r in runs if r.data.tags.get("role") == "reproduction"]
     assert parent.info.status == "KILLED"
+    # the rerun reopens the parent, reuses the finished refit and completes the rest
+    written = _run(tmp_path, [*TINY_ROWS, *TINY_SCALE])
+    cited = " ".join(pd.read_csv(written["gisette_like"] / "table3.csv").run_ids)
+    assert first.info.run_id in cited
+    _, runs = _all_runs(tmp_path)
+    assert client.get_run(parent.info.run_id).info.status == "FINISHED"
+    assert not [r for r in runs if r.info.status == "RUNNING"]
+    refits = [r for r in runs if r.data.tags.get("role") == "refit" and r.info.status == "FINISHED"]
+    assert len({r.data.tags["repro_row"] for r in refits}) == len(refits) == 4
