@@ -154,6 +154,11 @@ def _num(x: float, fmt: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
+def _cite(run_ids: str) -> str:
+    """MLflow run ids as a table cell: the first 8 characters of each (``table3.csv`` has them whole)."""
+    return ", ".join(f"`{i[:8]}`" for i in run_ids.split())
+
+
 def _mean_sd(m: float, sd: float, fmt: str, n: int) -> str:
     return _num(m, fmt) + ("" if n < 2 else f" ± {_num(sd, fmt)}")
 
@@ -165,7 +170,6 @@ def table3_markdown(t3: pd.DataFrame, dataset: str, n_features_corr: int) -> str
         "|---" * 13 + "|",
     ]
     for r in t3.itertuples():
-        runs = ", ".join(f"`{i[:8]}`" for i in r.run_ids.split())
         lines.append(
             f"| {r.method}{f' (K={r.budget})' if _given(r.budget) else ''} | "
             f"{_mean_sd(r.n_features, r.n_features_sd, '.1f', r.n_seeds)} | "
@@ -174,7 +178,7 @@ def table3_markdown(t3: pd.DataFrame, dataset: str, n_features_corr: int) -> str
             f"{_num(r.rmse_paper, '.3f')} | {_num(r.rmse_delta, '+.3f')} | "
             f"{_mean_sd(r.auc, r.auc_sd, '.2f', r.n_seeds)} | {_num(r.auc_paper, '.2f')} | "
             f"{_num(r.auc_delta, '+.2f')} | {_num(r.corr_top, '.3f')} | "
-            f"{_num(r.fit_seconds, '.1f')} | {runs} |"
+            f"{_num(r.fit_seconds, '.1f')} | {_cite(r.run_ids)} |"
         )
     return "\n".join(lines)
 
@@ -212,14 +216,15 @@ def table6_markdown(t3: pd.DataFrame, frame: pd.DataFrame, dataset: str, seed: i
     """Table 6: GBDT-Full's tuned shrinkage and test AUC against the paper's Appendix D."""
     ref = reference("table6_gbdt_full")
     ref = ref[ref.dataset == paper_dataset(dataset)].set_index("method")
-    lines = ["| method | shrinkage | paper | alpha (paper) | AUC (%) | paper | Δ |", "|---" * 7 + "|"]
+    head = "| method | shrinkage | paper | alpha (paper) | AUC (%) | paper | Δ | MLflow runs |"
+    lines = [head, "|---" * 8 + "|"]
     for r in t3[t3.row.isin(frame[frame.paper == "gbdt_full"].row)].itertuples():
         lr = frame[(frame.row == r.row) & (frame.seed == seed)].learning_rate.iloc[0]
         p = ref.loc["gbdt_full"] if "gbdt_full" in ref.index else None
         lines.append(
             f"| {r.method} | {float(lr):.3g} | {'-' if p is None else f'{p.shrinkage:g}'} | "
             f"{'-' if p is None else f'{p.alpha:g}'} | {_mean_sd(r.auc, r.auc_sd, '.2f', r.n_seeds)} | "
-            f"{_num(r.auc_paper, '.2f')} | {_num(r.auc_delta, '+.2f')} |"
+            f"{_num(r.auc_paper, '.2f')} | {_num(r.auc_delta, '+.2f')} | {_cite(r.run_ids)} |"
         )
     return "\n".join(lines)
 

@@ -239,7 +239,11 @@ def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
         df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())
-    reproduce_mvs.write(df, meta, folder)
+    for path in reproduce_mvs.write(df, meta, folder):
+        if path.suffix == ".md":   # every number traces to the comparison's run
+            with path.open("a") as f:
+                f.write(f"\nFrom MLflow run `{run_id}` (role=sampling) under the reproduction's run "
+                        f"`{rep.parent_id}`.\n")
     return folder
 
 
