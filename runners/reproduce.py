@@ -77,7 +77,7 @@ class Reproduction:
     def start(self) -> None:
         """Find this reproduction's parent run (by ``reproduce.name``) and reopen it, or create it."""
         self.exp_id = tracking.configure(self.cfg.tracking)
-        self.client = MlflowClient()   # of the store just configured
+        self.client = MlflowClient()  # of the store just configured
         name = str(self.cfg.reproduce.name)
         found = self.client.search_runs(
             [self.exp_id],
@@ -121,11 +121,12 @@ class Reproduction:
         )
         return runs[0] if runs else None
 
-    def unit_cfg(self, overrides: Sequence[str], tags: Mapping[str, str]) -> DictConfig:
+    def unit_cfg(self, overrides: Sequence[str]) -> DictConfig:
+        """A unit's config: the reproduction's with the unit's ``overrides``, its top-level runs
+        nested under the parent run."""
         cfg = self.compose(list(overrides))
         with open_dict(cfg):
             del cfg["reproduce"]
-            cfg.tracking.tags = {**tracking.user_tags(cfg.tracking), **tags}
             cfg.tracking.parent_run_id = self.parent_id
         return cfg
 
@@ -141,11 +142,30 @@ class Reproduction:
     ) -> Run:
         """The final run of one row at one seed: the study's refit (first seed) or a fit of the
         tuned parameters; reused if it exists."""
-        base = [*row.overrides, *data_overrides(dataset, settings)]
+        overrides = [*row.overrides, *data_overrides(dataset, settings), f"seed={seed}"]
         if k is not None:
-            base.append(f"{row.k_param}={k}")
-        n_trials = int(scale_of(self.cfg).n_trials)
-        config = digest(base, n_trials, sorted(best.items()) if best else None, self.cfg.reproduce.name)
+            overrides.append(f"{row.k_param}={k}")
+        if first:
+            overrides.append(f"tune.n_trials={int(scale_of(self.cfg).n_trials)}")
+        else:
+            overrides += [
+                "tune=off",
+                *(f"method.params.{key}={value}" for key, value in (best or {}).items()),
+            ]
+        cfg = self.unit_cfg(overrides)
+        # what made the unit, as resolved (the command line's overrides included), but not the seed
+        # or where things are stored: a changed setting makes a new unit, a rerun finds the old one
+        tune = {
+            k: v
+            for k, v in OmegaConf.to_container(cfg.tune, resolve=True).items()
+            if k not in ("study_name", "storage", "progress", "sampler_seed")
+        }
+        config = digest(
+            str(self.cfg.reproduce.name),
+            row.name,
+            tune,
+            *(OmegaConf.to_container(cfg[key], resolve=True) for key in ("method", "dataset", "sampler")),
+        )
         role = "refit" if first else "evaluation"
         found = self.find(dataset, row.name, seed, role, config)
         if found is not None:
@@ -157,18 +177,20 @@ class Reproduction:
             "repro_config": config,
             "role": "evaluation",
         }
+        with open_dict(cfg):
+            cfg.tracking.tags = {**tracking.user_tags(cfg.tracking), **tags}
+            if first:
+                cfg.tune.study_name = f"reproduce-{self.cfg.reproduce.name}-{row.name}-{dataset}-{config}"
         if first:
-            study = f"reproduce-{self.cfg.reproduce.name}-{row.name}-{dataset}-{config}"
-            cfg = self.unit_cfg(
-                [*base, f"seed={seed}", f"tune.n_trials={n_trials}", f"tune.study_name={study}"], tags
-            )
             log.info(
-                "%s on %s: tuning (%d trials), then refit on seed %d", row.label, dataset, n_trials, seed
+                "%s on %s: tuning (%d trials), then refit on seed %d",
+                row.label,
+                dataset,
+                cfg.tune.n_trials,
+                seed,
             )
             tuning.run(cfg)
         else:
-            extra = [f"method.params.{key}={value}" for key, value in (best or {}).items()]
-            cfg = self.unit_cfg([*base, f"seed={seed}", "tune=off", *extra], tags)
             log.info("%s on %s: the tuned parameters on seed %d", row.label, dataset, seed)
             single_run.run(cfg)
         found = self.find(dataset, row.name, seed, role, config)
@@ -240,10 +262,12 @@ def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
         local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
         df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())
     for path in reproduce_mvs.write(df, meta, folder):
-        if path.suffix == ".md":   # every number traces to the comparison's run
+        if path.suffix == ".md":  # every number traces to the comparison's run
             with path.open("a") as f:
-                f.write(f"\nFrom MLflow run `{run_id}` (role=sampling) under the reproduction's run "
-                        f"`{rep.parent_id}`.\n")
+                f.write(
+                    f"\nFrom MLflow run `{run_id}` (role=sampling) under the reproduction's run "
+                    f"`{rep.parent_id}`.\n"
+                )
     return folder
 
 
@@ -280,14 +304,12 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
                 continue
             t1 = time.perf_counter()
             runs = rep.dataset(name, settings, rows, seeds)
-            data = rep.unit_cfg(
-                [*rows[0].overrides, *data_overrides(str(name), settings), f"seed={seeds[0]}"], {}
-            )
-            written[str(name)] = paper_tables.write_dataset(
-                rep.client, rep.parent_id, str(name), rows, runs, seeds, data, cfg.reproduce, out / str(name)
+            data = rep.unit_cfg([*rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
+            written[name] = paper_tables.write_dataset(
+                rep.client, rep.parent_id, name, rows, runs, seeds, data, cfg.reproduce, out / name
             )
             tracking.log_metrics(rep.parent_id, {f"seconds_{name}": time.perf_counter() - t1})
-            print(f"{name}: {written[str(name)]} ({time.perf_counter() - t1:.0f} s in this invocation)")
+            print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
         if scale.get("mvs"):
             written["mvs"] = mvs_tables(rep, OmegaConf.to_container(scale.mvs, resolve=True), out / "mvs")
             print(f"mvs: {written['mvs']}")

@@ -305,7 +305,7 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
     from runners import tracking
 
     # the store exists before the process starts, so polling it never races its schema creation
-    tracking.init_store(f"sqlite:///{tmp_path}/mlflow.db", "reproduction")
+    tracking.init_store(f"sqlite:///{tmp_path}/mlflow.db", "reproduction", str(tmp_path / "mlartifacts"))
     client, _ = _all_runs(tmp_path)
     exp = client.get_experiment_by_name("reproduction").experiment_id
     argv = [sys.executable, "-m", "runners.reproduce", f"paths.root_dir={tmp_path}", *TINY_ROWS, *TINY_SCALE]
