@@ -27,6 +27,7 @@ TINY_ROWS = [
     "~reproduce.rows.lgbm_cegb",
     "~reproduce.rows.agbm_refit",
     "~reproduce.rows.gbfs_topk",
+    "~reproduce.rows.agbm_budget",
     "method.params.n_estimators=10",
     "method.params.early_stopping_rounds=5",
 ]
@@ -282,7 +283,10 @@ def test_every_row_figure3_and_the_mvs_tables(tmp_path):
         "agbm_refit",
         "gbdt_topk",
         "gbfs_topk",
+        "agbm_budget",
     ]
+    budgeted = t3.set_index("row").loc["agbm_budget"]
+    assert budgeted.n_features <= float(budgeted.budget)    # one seed: K is a single number
     assert not np.isnan(t3.set_index("row").corr_top[["gbdt_topk", "gtgbm"]]).any()
     assert {"table2.md", "table3.md", "table4.md", "README.md", "sampling.csv"} <= {
         p.name for p in written["mvs"].iterdir()
