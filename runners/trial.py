@@ -92,22 +92,29 @@ def trials_set_constraints() -> bool:
 
 class PruningCallback:
     """A gbfs callback reporting the trial's score after every iteration; raises
-    ``optuna.TrialPruned`` when the pruner says so (the exception ends ``fit``)."""
+    ``optuna.TrialPruned`` when the pruner says so (the exception ends ``fit``).
+
+    A trial may fit more than once (refit mode: the selection fit, then the unpenalised refit);
+    each fit's iterations are reported after the previous fit's, so no step is reported twice
+    (Optuna would ignore the second value, with a warning)."""
 
     def __init__(self, trial: optuna.Trial, tune: DictConfig):
         self.trial, self.tune = trial, tune
-        self.reset()
+        self.offset = self.next_step = 0
+        self.history: list[dict] = []
 
     def reset(self) -> None:
-        self.history: list[dict] = []
+        """A new fit begins (called by ``fit``): its steps continue after the last reported one."""
+        self.offset, self.history = self.next_step, []
 
     def __call__(self, env: CallbackEnv) -> None:
         self.history = env.history   # kept so a pruned trial still logs its curve
         auc = env.record.get("val_auc")
         if auc is None or not math.isfinite(auc):
             return
-        self.trial.report(objective_value(auc, env.record.get("n_features_used", 0), self.tune),
-                          step=env.iteration)
+        step = self.offset + env.iteration
+        self.next_step = step + 1
+        self.trial.report(objective_value(auc, env.record.get("n_features_used", 0), self.tune), step=step)
         if self.trial.should_prune():
             raise optuna.TrialPruned(f"pruned at iteration {env.iteration}")
 

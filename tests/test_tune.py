@@ -417,3 +417,20 @@ def test_sampler_search_space_is_tuned_with_the_method(tmp_path):
     # the refit uses the best sampler values (not sampler.params' defaults)
     assert float(refit.data.params["method.params.subsample"]) == pytest.approx(best["subsample"])
     assert "test_auc" in metrics
+
+
+def test_refit_mode_trials_report_each_step_once(tmp_path):
+    # refit mode fits twice per trial (selection, then refit): both fits' iterations are reported,
+    # the refit's after the selection's, and Optuna never sees a step twice
+    cfg = make_cfg(tmp_path, "tune.n_trials=1", "method.params.refit=true", "tune.pruner=null")
+    enqueue(cfg, GOOD)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*is already reported.*")
+        tune.run(cfg)
+    (trial,) = load(cfg).trials
+    steps = sorted(trial.intermediate_values)
+    assert steps == list(range(len(steps)))
+    (_, trials, _) = children(cfg)
+    refit_len = len(MlflowClient(tracking_uri=cfg.tracking.uri).get_metric_history(
+        trials[0].info.run_id, "val_auc")) - 1      # the trial's curve is its final model's (the refit)
+    assert len(steps) > refit_len >= 1              # the selection fit's steps come first
