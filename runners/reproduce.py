@@ -53,6 +53,7 @@ from runners.reproduce_plan import (
     digest,
     missing_data,
     rows_of,
+    runs_mvs,
     scale_of,
     topk_k,
 )
@@ -310,7 +311,7 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
             )
             tracking.log_metrics(rep.parent_id, {f"seconds_{name}": time.perf_counter() - t1})
             print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
-        if scale.get("mvs"):
+        if runs_mvs(cfg):
             written["mvs"] = mvs_tables(rep, OmegaConf.to_container(scale.mvs, resolve=True), out / "mvs")
             print(f"mvs: {written['mvs']}")
         for key, folder in written.items():

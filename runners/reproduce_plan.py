@@ -16,6 +16,9 @@ from omegaconf import DictConfig, OmegaConf
 from gbfs.data import list_datasets, missing_raw_files
 from runners import tracking
 
+#: the name of the MVS paper's part in ``reproduce.datasets``
+MVS = "mvs"
+
 
 @dataclass(frozen=True)
 class Row:
@@ -78,12 +81,19 @@ def scale_of(cfg: DictConfig) -> DictConfig:
     if unknown:
         raise ValueError(f"reproduce.scales.{scale}.datasets: unknown {unknown}; known: {sorted(known)}")
     subset = cfg.reproduce.get("datasets")
-    if subset is not None and set(subset) - set(s.datasets):
+    if subset is not None and set(subset) - {*s.datasets, MVS}:
         raise ValueError(
-            f"reproduce.datasets: {sorted(set(subset) - set(s.datasets))} not in "
-            f"reproduce.scales.{scale}.datasets ({list(s.datasets)})"
+            f"reproduce.datasets: {sorted(set(subset) - {*s.datasets, MVS})} not in "
+            f"reproduce.scales.{scale}.datasets ({list(s.datasets)}) nor {MVS!r} (the MVS paper's tables)"
         )
     return s
+
+
+def runs_mvs(cfg: DictConfig) -> bool:
+    """Whether the MVS paper's tables are made: the scale has ``mvs`` settings and ``reproduce.datasets``
+    is null (everything) or lists ``mvs``."""
+    subset = cfg.reproduce.get("datasets")
+    return bool(scale_of(cfg).get("mvs")) and (subset is None or MVS in subset)
 
 
 def datasets_of(cfg: DictConfig) -> dict[str, dict]:

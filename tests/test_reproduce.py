@@ -94,6 +94,18 @@ def test_real_data_not_on_disk_is_one_line_and_leaves_no_failed_run(tmp_path, ca
     assert runs[0].info.status == "FINISHED"
 
 
+def test_a_subset_of_datasets_runs_the_mvs_tables_only_when_listed(tmp_path, capsys):
+    mvs = "{dataset: epsilon_like, scale: 0.01, feature_scale: 0.02, rates: [0.2, 1.0], seeds: 1, trees: 2}"
+    scale = [
+        "reproduce.scale=tiny",
+        f"+reproduce.scales.tiny={{seeds: [0], n_trials: 1, mvs: {mvs}, datasets: {{gisette: {{}}}}}}",
+    ]
+    assert _run(tmp_path, [*scale, "reproduce.datasets=[gisette]"]) == {}
+    _, runs = _all_runs(tmp_path)
+    assert [r.data.tags["role"] for r in runs] == ["reproduction"]
+    assert "gisette: skipped" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------ the table builder, by hand
 
 PAPER_ROWS = [
@@ -286,7 +298,7 @@ def test_every_row_figure3_and_the_mvs_tables(tmp_path):
         "agbm_budget",
     ]
     budgeted = t3.set_index("row").loc["agbm_budget"]
-    assert budgeted.n_features <= float(budgeted.budget)    # one seed: K is a single number
+    assert budgeted.n_features <= float(budgeted.budget)  # one seed: K is a single number
     assert not np.isnan(t3.set_index("row").corr_top[["gbdt_topk", "gtgbm"]]).any()
     assert {"table2.md", "table3.md", "table4.md", "README.md", "sampling.csv"} <= {
         p.name for p in written["mvs"].iterdir()
