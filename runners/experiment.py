@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from gbfs import GBFSClassifier, sampling
-from gbfs.data import Dataset, load_dataset
+from gbfs.data import Dataset, files, load_dataset
 from gbfs.data.synthetic import GENERATORS
 from gbfs.metrics import log_loss, rmse, roc_auc
 from runners import multitask_eval, multitask_variants, tracking
@@ -57,8 +57,9 @@ def _number(value: object) -> bool:
 def check_dataset(cfg: DictConfig) -> None:
     """Raise ``ValueError`` naming the key on a bad ``dataset.scale``, ``dataset.val_fraction`` or
     ``seed`` (e.g. the override ``dataset.scale=abc``), or a multitask method on data without task
-    ids (``dataset.multitask``); the runners call it before any MLflow run exists, so a typo leaves
-    no FAILED run behind."""
+    ids (``dataset.multitask``), or ``dataset=file`` without ``dataset.path``, a missing file or
+    target column (:func:`gbfs.data.files.check_file`); the runners call it before any MLflow run
+    exists, so a typo leaves no FAILED run behind."""
     d = cfg.dataset
     scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
     if estimator_kind(cfg.method).multitask:
@@ -73,22 +74,31 @@ def check_dataset(cfg: DictConfig) -> None:
                          f"for validation; got {share!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    if d.name == files.NAME:       # the file and its columns too (its header only: cheap)
+        if OmegaConf.is_missing(d, "path") or d.get("path") is None:
+            raise ValueError("dataset.path must name your data file, e.g. dataset.path=my.csv "
+                             "dataset.target=label (a relative path is taken from where you run)")
+        files.check_file(**_file_args(d))
+
+
+def _file_args(d: DictConfig) -> dict:
+    """``dataset=file``'s files (relative to where the command runs) and target column."""
+    test = d.get("test_path")
+    return {"path": hydra.utils.to_absolute_path(str(d.path)), "target": d.get("target"),
+            "test_path": None if test is None else hydra.utils.to_absolute_path(str(test))}
 
 
 def load_data(cfg: DictConfig) -> Dataset:
-    """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once).
-
-    Raises
-    ------
-    ValueError
-        On a bad ``dataset.scale``, ``dataset.val_fraction`` or ``seed`` (:func:`check_dataset`),
-        or a dataset that is not a binary classification.
-    """
+    """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once,
+    ``dataset=file`` parsed once); ``ValueError`` on a bad setting (:func:`check_dataset`) or data
+    that is not a binary classification."""
     check_dataset(cfg)
     d = cfg.dataset
     kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
     if kwargs.get("path") is not None:   # a file of the dataset: relative to where the command runs
         kwargs["path"] = hydra.utils.to_absolute_path(str(kwargs["path"]))
+    if d.name == files.NAME:
+        kwargs.update(_file_args(d), test_fraction=float(d.test_fraction))
     extra = {} if d.name.endswith("_like") else {"download": bool(d.download), "mirror": d.mirror,
                                                  "root": cfg.paths.data_dir}
     # progress bars only appear while real data downloads or is parsed (once; later loads read the cache)

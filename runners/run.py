@@ -49,19 +49,26 @@ def run_tags(cfg: DictConfig) -> dict[str, str]:
     return tags
 
 
+#: the keys of ``dataset=file`` that say which data a run saw
+FILE_KEYS = ("path", "target", "test_path", "test_fraction")
+
+
 def _same_data(params: dict, cfg: DictConfig) -> bool:
     """Whether a run's logged params describe the same data as ``cfg.dataset``: the same scale (as a
-    number: ``1`` is ``1.0``), validation share and generator arguments (e.g. ``feature_scale``)."""
+    number: ``1`` is ``1.0``), validation share, generator arguments (e.g. ``feature_scale``) and,
+    for a user's file, the same file, target and test split (as given)."""
     def number(value):
         try:
             return float(value)
         except (TypeError, ValueError):
             return value
 
-    wanted = tracking.flatten(OmegaConf.to_container(cfg.dataset.get("kwargs") or {}, resolve=True),
-                              "dataset.kwargs.")
+    kwargs = cfg.dataset.get("kwargs")
+    kwargs = OmegaConf.to_container(kwargs, resolve=True) if kwargs is not None else {}
+    wanted = tracking.flatten(kwargs, "dataset.kwargs.")
     wanted.update({"dataset.scale": str(cfg.dataset.scale),
                    "dataset.val_fraction": str(cfg.dataset.val_fraction)})
+    wanted.update({f"dataset.{key}": str(cfg.dataset.get(key)) for key in FILE_KEYS if key in cfg.dataset})
     got = {k: v for k, v in params.items() if k.startswith("dataset.kwargs.")}
     if set(got) != {k for k in wanted if k.startswith("dataset.kwargs.")}:
         return False

@@ -233,6 +233,7 @@ def test_curves_join_the_metrics_on_elapsed_time_by_iteration(hand_runs):
 # ------------------------------------------------------------------ a whole (tiny) reproduction
 
 
+@pytest.mark.slow
 def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_path, capsys):
     written = _run(tmp_path, [*TINY_ROWS, *TINY_SCALE])
     folder = written["gisette_like"]

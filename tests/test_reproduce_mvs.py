@@ -99,6 +99,7 @@ def test_reference_numbers():
     assert t4.to_dict() == {"sgb": -20.7, "goss": -20.4, "mvs": -27.7}
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("restore_mlflow")
 def test_compute_write_and_log_under_a_parent(tmp_path):
     settings = {"dataset": "epsilon_like", "scale": 0.02, "feature_scale": 0.05, "rates": [0.2, 1.0],

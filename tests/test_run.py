@@ -352,3 +352,29 @@ def test_slurm_multirun_without_the_plugin_says_which_extra_to_install(tmp_path)
     assert 'hydra-submitit-launcher' in res.stderr and 'pip install -e ".[slurm]"' in res.stderr, res.stderr
     assert "Could not load" not in res.stderr
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "outputs").exists()   # no job ran
+
+
+def test_gbdt_topk_finds_its_k_on_data_without_generator_arguments_and_per_file(tmp_path):
+    # breast_cancer has kwargs: {} (an empty config once read the K lookup); a file dataset's K
+    # comes only from runs on the same file and target
+    small = ["method.params.n_estimators=10", "method.params.mu=0"]
+    run_module.run(compose_cfg(tmp_path, ["dataset=breast_cancer", "method=agbm", *small]))
+    _, (agbm,) = _runs(tmp_path)
+    cancer = compose_cfg(tmp_path, ["dataset=breast_cancer", "method=gbdt_topk"])
+    assert run_module.resolve_topk_k(cancer) == int(agbm.data.metrics["n_selected_features"])
+    rng = np.random.default_rng(0)
+    for name, n_cols in (("a.csv", 6), ("b.csv", 9)):
+        X = rng.random((240, n_cols))
+        y = (X[:, 0] + X[:, 1] > 1).astype(int)
+        rows = ["f" + ",f".join(map(str, range(n_cols))) + ",label"]
+        rows += [",".join(f"{v:.6f}" for v in x) + f",{t}" for x, t in zip(X, y)]
+        (tmp_path / name).write_text("\n".join(rows) + "\n")
+    root = f"paths.data_dir={tmp_path / 'data'}"      # the parsed file's cache
+    file_a = ["dataset=file", f"dataset.path={tmp_path / 'a.csv'}", "dataset.target=label", root]
+    run_module.run(compose_cfg(tmp_path, [*file_a, "method=gbfs", *small, "method.params.mu=0"]))
+    _, runs = _runs(tmp_path)
+    k_a = int(runs[-1].data.metrics["n_selected_features"])
+    assert run_module.resolve_topk_k(compose_cfg(tmp_path, [*file_a, "method=gbdt_topk"])) == k_a
+    file_b = ["dataset=file", f"dataset.path={tmp_path / 'b.csv'}", "dataset.target=label", root]
+    with pytest.raises(ValueError, match="no FINISHED gbfs/agbm/gtgbm run"):
+        run_module.resolve_topk_k(compose_cfg(tmp_path, [*file_b, "method=gbdt_topk"]))

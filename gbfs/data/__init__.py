@@ -10,7 +10,9 @@ Synthetic stand-ins (no download): ``gisette_like``, ``epsilon_like``, ``flight_
 ``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic`).  Real data bundled with
 scikit-learn (no download): ``breast_cancer``, ``digits`` (see :mod:`gbfs.data.bundled`).
 Multitask data from a multiclass ``.npz`` file, one task per class against the rest:
-``isolet_ovr``, ``tox171_ovr``, ``ovr`` (see :mod:`gbfs.data.ovr`).  The
+``isolet_ovr``, ``tox171_ovr``, ``ovr`` (see :mod:`gbfs.data.ovr`).  A data file of your own
+(CSV, Parquet, LIBSVM, ``.npz``): ``load_dataset("file", path=..., target=...)`` (see
+:mod:`gbfs.data.files`).  The
 validation split is ``val_fraction`` (20 %) of train, stratified by label (and task), drawn with
 ``seed``; the test split is used as published (bundled data: a seeded 25 % of the rows).  The
 command line is ``python -m gbfs.data``.
@@ -26,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from . import ovr
+from . import files, ovr
 from .bundled import LOADERS as BUNDLED
 from .bundled import bundled as _bundled
 from .download import ChecksumError, ContentError, DownloadError, LockFileError, RetryPolicy, file_status
@@ -61,6 +63,8 @@ class Dataset:
     ``relevant`` holds the truly relevant columns of a synthetic stand-in (``None`` for real
     data); ``checksum`` says how the raw files were verified; ``task_*`` are the task ids
     of the multitask datasets (else ``None``), ``task_names`` their names in task-id order.
+    ``class_names`` are the values labels 0 and 1 stand for, where known (a data file: its
+    target's two values in sorted order, the positive class 1 last).
     """
 
     name: str
@@ -80,6 +84,7 @@ class Dataset:
     task_test: np.ndarray | None = None
     relevant_per_task: tuple[np.ndarray, ...] | None = None
     task_names: tuple[str, ...] | None = None
+    class_names: tuple[str, str] | None = None
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         _check_split(split)
@@ -87,11 +92,12 @@ class Dataset:
 
 
 def list_datasets(root=None) -> dict[str, list[str]]:
-    """``{"real": [...], "bundled": [...], "synthetic": [...], "one_vs_rest": [...]}``: the names
-    :func:`load_dataset` accepts (real: a manifest to download; bundled: shipped with scikit-learn;
-    one_vs_rest: a multiclass ``.npz`` given by ``path``)."""
+    """``{"real": [...], "bundled": [...], "synthetic": [...], "one_vs_rest": [...], "file": ["file"]}``:
+    the names :func:`load_dataset` accepts (real: a manifest to download; bundled: shipped with
+    scikit-learn; one_vs_rest: a multiclass ``.npz`` given by ``path``; file: a data file of your own
+    given by ``path``)."""
     return {"real": available_manifests(root), "bundled": sorted(BUNDLED), "synthetic": sorted(GENERATORS),
-            "one_vs_rest": sorted(OVR_DATASETS)}
+            "one_vs_rest": sorted(OVR_DATASETS), "file": [files.NAME]}
 
 
 def load(name: str, split: str = "train", **kwargs) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -116,10 +122,12 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     name : str
         A real dataset with a manifest (``gisette``, ``epsilon``, ``flight``), one bundled with
         scikit-learn (``breast_cancer``, ``digits``), a synthetic stand-in (``gisette_like``,
-        ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``) or one-vs-rest tasks of a
-        multiclass ``.npz`` (``isolet_ovr``, ``tox171_ovr``, ``ovr``; :func:`gbfs.data.ovr.load`).
+        ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``), one-vs-rest tasks of a
+        multiclass ``.npz`` (``isolet_ovr``, ``tox171_ovr``, ``ovr``; :func:`gbfs.data.ovr.load`)
+        or ``"file"``, a data file of your own (:func:`gbfs.data.files.load`).
     root : path, optional
-        Data root (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``).
+        Data root (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``); also where a
+        data file's parsed arrays are cached.
     val_fraction : float in (0, 1)
         Share of the train rows held out for validation, stratified by label (and task).
     seed : int
@@ -133,8 +141,16 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     mirror : str, optional
         Base URL replacing the hosts of the manifest's URLs (default ``$GBFS_DATA_MIRROR``).
     **generator_kwargs
-        Further arguments of a synthetic generator (e.g. ``n_features`` of ``figure1``), or of a
-        one-vs-rest dataset (``path``, ``n_tasks``, ``classes``, ``test_fraction``).
+        Further arguments of a synthetic generator (e.g. ``n_features`` of ``figure1``), of a
+        one-vs-rest dataset (``path``, ``n_tasks``, ``classes``, ``test_fraction``), or of
+        ``"file"``: ``path``, ``target`` (the label column of a CSV or Parquet file), ``test_path``
+        (a test file; else a seeded stratified ``test_fraction``, default 0.25, of the rows).
+
+    Examples
+    --------
+    >>> ds = load_dataset("file", path="my.csv", target="label")   # doctest: +SKIP
+    >>> ds.class_names         # label 0, label 1 (the positive class)   # doctest: +SKIP
+    ('no', 'yes')
     """
     val_fraction, scale = _check_args(val_fraction, seed, scale)
     if name in GENERATORS:
@@ -142,6 +158,8 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
     if name in OVR_DATASETS:
         fields = ovr.load(name, val_fraction=val_fraction, seed=seed, scale=scale, **generator_kwargs)
         return Dataset(name=name, task="binary", checksum="not verified (a local file)", **fields)
+    if name == files.NAME:
+        return _file(val_fraction, seed, scale, root, generator_kwargs)
     if generator_kwargs:
         raise TypeError(f"unexpected arguments for the real dataset {name!r}: {sorted(generator_kwargs)}")
     if scale > 1:
@@ -209,6 +227,21 @@ def _subsample(X, y, scale, seed):
     keep, _ = train_test_split(np.arange(len(y)), train_size=scale, random_state=seed, stratify=y)
     keep = np.sort(keep)
     return X[keep], y[keep]
+
+
+def _file(val_fraction, seed, scale, root, kwargs) -> Dataset:
+    """A data file (:func:`gbfs.data.files.load`), subsampled by ``scale`` and split as real data."""
+    if scale > 1:
+        raise ValueError(f"scale must be in (0, 1] for a data file (a share of its rows), got {scale}")
+    data = files.load(**kwargs, seed=seed, root=root)
+    X_tr, y_tr, X_te, y_te = data.X_train, data.y_train, data.X_test, data.y_test
+    if scale < 1.0:
+        X_tr, y_tr = _subsample(X_tr, y_tr, scale, seed)
+        X_te, y_te = _subsample(X_te, y_te, scale, seed + 1)
+    tr, va = split_train_val(y_tr, val_fraction, seed)
+    return Dataset(name=files.NAME, X_train=X_tr[tr], y_train=y_tr[tr], X_val=X_tr[va], y_val=y_tr[va],
+                   X_test=X_te, y_test=y_te, feature_names=data.feature_names, task="binary",
+                   checksum=data.checksum, source=data.source, class_names=data.class_names)
 
 
 def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:

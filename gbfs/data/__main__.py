@@ -4,7 +4,9 @@
 files on disk, ``prepare`` downloads if needed and writes the parsed cache, ``info``
 summarises paths, sizes, checksum status (from the hash cache: files unchanged since they
 were last hashed) and shapes, ``unlock`` forgets the sha256 recorded at the first use of files
-without a published checksum (to accept new upstream content).  Exit status 1 on any failure.
+without a published checksum (to accept new upstream content).  ``info --path FILE [--target COLUMN]``
+describes a data file of your own (:mod:`gbfs.data.files`): what ``load_dataset("file", ...)`` would
+load, and the error it would raise.  Exit status 1 on any failure.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import argparse
 import os
 import sys
 
-from . import BUNDLED, GENERATORS, load_dataset, read_dataset_manifest
+from . import BUNDLED, GENERATORS, files, load_dataset, read_dataset_manifest
 from .download import ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status, mismatch_note
 from .formats import FormatError
 from .lockfile import lock_path, remove_lock_entries
@@ -86,7 +88,40 @@ def _nothing_to_fetch(args) -> int | None:
     return 0
 
 
+def _listed(items: list, n: int = 10) -> str:
+    return ", ".join(map(str, items[:n])) + (f" ... ({len(items)} in all)" if len(items) > n else "")
+
+
+def cmd_info_file(args) -> int:
+    """``info --path FILE``: what a data file would load as; status 1 when it would not load."""
+    info = files.describe(args.path, args.target, args.test_path, args.root)
+    print(f"{info['path']}: {info['format']}, {info['rows']} rows, {info['columns']} columns")
+    if info["test_path"]:
+        print(f"  test file: {info['test_path']}")
+    print(f"  features ({len(info['feature_names'])}): {_listed(info['feature_names'])}")
+    target = repr(info["target"]) if info["target"] else "(from the file)"
+    print(f"  target {target}: {len(info['classes'])} classes: "
+          + ", ".join(f"{k!r}: {v}" for k, v in list(info["classes"].items())[:10]))
+    if len(info["classes"]) == 2:
+        negative, positive = info["classes"]
+        print(f"  labels: {negative!r} -> 0, {positive!r} -> 1 (the positive class)")
+    print(f"  text columns: {_listed(info['text_columns']) or 'none'}")
+    nan = [f"{k} ({v})" for k, v in info["nan"].items()]
+    print(f"  NaN in features: {_listed(nan) if nan else 'none'}")
+    print(f"  cache: {info['cache']} ({'exists' if info['cache_exists'] else 'not yet written'})")
+    if info["problem"]:
+        print(f"error: {info['problem']}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def cmd_info(args) -> int:
+    if args.path is not None:
+        if args.name not in (None, files.NAME):
+            raise ValueError(f"info: give a dataset name or --path, not both (got {args.name!r})")
+        return cmd_info_file(args)
+    if args.name in (None, files.NAME):
+        raise ValueError("info: give a dataset name (see `list`) or --path FILE for a data file")
     if _offline_kind(args.name):
         ds = load_dataset(args.name, scale=args.scale, seed=args.seed)
         source = GENERATORS.get(args.name) or BUNDLED[args.name]
@@ -186,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_)
         p.set_defaults(func=fn)
         if name != "list":
-            p.add_argument("name", help="dataset name (see `list`)")
+            p.add_argument("name", nargs="?" if name == "info" else None, help="dataset name (see `list`)")
         p.add_argument("--root", default=None, help="data root (default $GBFS_DATA_DIR or ./datasets)")
         if name in ("download", "prepare"):
             p.add_argument("--mirror", default=os.environ.get(ENV_MIRROR),
@@ -199,6 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "info":
             p.add_argument("--scale", type=float, default=1.0, help="synthetic / bundled: row scale")
             p.add_argument("--seed", type=int, default=0, help="synthetic / bundled: seed")
+            p.add_argument("--path", default=None, help="a data file of your own (.csv, .csv.gz, .parquet, "
+                                                        ".svm, .libsvm, .txt, .npz) instead of a name")
+            p.add_argument("--target", default=None, help="--path: the label column of a CSV or Parquet file")
+            p.add_argument("--test-path", default=None, help="--path: its test file (same format, columns)")
     return parser
 
 
@@ -206,7 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (DownloadError, ChecksumError, FormatError, ManifestError, DataRootError, ValueError) as exc:
+    except (DownloadError, ChecksumError, FormatError, ManifestError, DataRootError, ValueError,
+            FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

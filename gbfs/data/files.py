@@ -1,0 +1,444 @@
+"""A user's own data file as a dataset: ``load_dataset("file", path=..., target=...)``.
+
+Formats, by extension (:data:`FORMATS`):
+
+- ``.csv`` (also ``.csv.gz``) and ``.parquet``: a table whose column ``target`` (required) holds the
+  labels; every other column is a feature, named by its header.  Features must be numbers (or
+  booleans); NaN is allowed (the booster handles missing values).  A text column is refused:
+  encode it first (one-hot with ``pandas.get_dummies``, or integer codes); categorical features
+  are not supported yet.
+- LIBSVM (``.svm``, ``.libsvm``, ``.txt``): ``label idx:val ...`` lines read by
+  ``sklearn.datasets.load_svmlight_file`` (0- or 1-based indices, detected); features ``f0``,
+  ``f1``, ...; the label comes from the file, so ``target`` stays None.
+- ``.npz`` with arrays ``X`` (rows x features) and ``y``, optionally ``feature_names``; ``target``
+  stays None.
+
+Labels: the target must have exactly two values, numbers or strings.  They are mapped to 0 / 1 in
+sorted order, so the larger value (the later one in alphabetical order) is the positive class 1:
+``0``/``1``, ``-1``/``+1`` and ``"no"``/``"yes"`` come out as expected.  ``Dataset.class_names``
+holds both values as text, the positive class last.  More classes are an error (the harness's
+methods are binary classifiers; the library's multiclass support is not built yet).
+
+Splits: with ``test_path`` (a file of the same format and columns) that file is the test set;
+without it a seeded stratified ``test_fraction`` of the rows is.  ``gbfs.data.load_dataset`` then
+applies ``scale`` and holds out ``val_fraction`` of train for validation, as for the real datasets.
+
+Cache: parsing a large CSV on every run is slow, so the parsed arrays are cached like the real
+datasets' (:func:`gbfs.data.prepare.write_npz_atomic`, a ``.sha256`` record checked on every load)::
+
+    <data root>/file/prepared/<stem>-<key>.npz          X, y (0/1), feature_names, class_names
+                                                        (and X_test, y_test with a test file)
+    <data root>/file/prepared/<stem>-<key>.npz.sha256   its own sha256
+
+``key`` is the first 16 hex digits of the sha256 of the file's contents (and the test file's), the
+format, ``target`` and :data:`CACHE_FORMAT`: a changed file gets a new key (the old cache file is
+left in place).  A cache that fails its check is rebuilt with a warning.  A data root that is not
+writable is not an error: the file is parsed on every load (with one warning).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import warnings
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+
+from .download import sha256_file
+from .formats import FormatError
+from .fsutil import is_not_writable
+from .manifest import data_root
+from .ovr import read_npz
+from .prepare import _read_sidecar, sidecar_path, write_npz_atomic
+
+#: the name of this dataset in ``load_dataset``
+NAME = "file"
+#: extension -> format
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet", ".svm": "libsvm", ".libsvm": "libsvm",
+           ".txt": "libsvm", ".npz": "npz"}
+#: formats whose labels are a column named by ``target``
+TABLES = ("csv", "parquet")
+#: bump when the arrays cached for the same file change
+CACHE_FORMAT = 1
+_REQUIRED = ("X", "y", "feature_names", "class_names")
+_SHOWN = 10
+_warned_roots: set[Path] = set()
+
+
+@dataclass(frozen=True)
+class FileData:
+    """A data file parsed and split into train and test (``y`` in {0, 1}, float32 ``X``)."""
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    feature_names: list[str]
+    class_names: tuple[str, str]
+    source: str
+    checksum: str
+
+
+def file_format(path: str | os.PathLike, argument: str = "path") -> str:
+    """The format of ``path`` from its extension; ``ValueError`` listing the supported ones."""
+    ext = _extension(Path(path))
+    if ext is None:
+        raise ValueError(f"{argument}={os.fspath(path)!r}: unknown file type; supported extensions: "
+                         f"{', '.join(FORMATS)}")
+    return FORMATS[ext]
+
+
+def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, Path | None, str, str | None]:
+    """Check the arguments of :func:`load` without parsing the data: the files exist and have a
+    supported extension, ``target`` is given exactly for tables and is one of their columns, and the
+    test file has the same format and columns.  Returns ``(path, test_path, format, target)``,
+    the paths absolute and ``target`` as text (a column ``1`` given on a command line is ``"1"``).
+
+    Raises
+    ------
+    FileNotFoundError
+        A file is missing.
+    ValueError
+        Any other problem, saying what to do.
+    """
+    target = None if target is None else str(target)
+    if path is None:
+        raise ValueError("path is required: the data file (.csv, .csv.gz, .parquet, .svm, .libsvm, .txt "
+                         "or .npz)")
+    path = _existing(path, "path")
+    fmt = file_format(path)
+    test = None if test_path is None else _existing(test_path, "test_path")
+    if test is not None and file_format(test, "test_path") != fmt:
+        raise ValueError(f"test_path={os.fspath(test)!r} must have the format of path ({fmt}), "
+                         f"found {file_format(test, 'test_path')}")
+    if fmt not in TABLES:
+        if target is not None:
+            raise ValueError(f"target={target!r}: a {fmt} file holds its own labels; leave target unset "
+                             f"(it names the label column of a CSV or Parquet file)")
+        return path, test, fmt, target
+    if target is None:
+        raise ValueError(f"target is required for the {fmt} file {path}: the name of its label column")
+    columns = _columns(path, fmt)
+    if target not in columns:
+        more = f" ... ({len(columns)} in all)" if len(columns) > _SHOWN else ""
+        raise ValueError(f"target={target!r} is not a column of {path}; its columns: "
+                         f"{', '.join(map(repr, columns[:_SHOWN]))}{more}")
+    if test is not None:
+        test_columns = _columns(test, fmt)
+        missing = [c for c in columns if c not in test_columns]
+        extra = [c for c in test_columns if c not in columns]
+        if missing or extra:
+            raise ValueError(f"test_path {test}: its columns differ from those of path {path}: missing "
+                             f"{missing[:_SHOWN]}, extra {extra[:_SHOWN]}; give a test file with the same "
+                             f"columns")
+    return path, test, fmt, target
+
+
+def load(path, target: str | None = None, *, test_path=None, test_fraction: float = 0.25, seed: int = 0,
+         root=None) -> FileData:
+    """Parse (or read from the cache) a data file and split it into train and test.
+
+    Parameters
+    ----------
+    path : path
+        The data file (see the module docstring for the formats).
+    target : str, optional
+        The label column of a CSV or Parquet file (required there; None for LIBSVM and ``.npz``).
+    test_path : path, optional
+        A test file of the same format and columns; without it, a seeded stratified
+        ``test_fraction`` of the rows of ``path`` is the test set.
+    test_fraction : float in (0, 1)
+        The share of rows held out for test when there is no ``test_path`` (ignored otherwise).
+    seed : int
+        Seed of the test split.
+    root : path, optional
+        Data root of the cache (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``).
+
+    Raises
+    ------
+    FileNotFoundError, ValueError
+        See :func:`check_file` and :func:`encode_labels`; text feature columns, NaN labels, an
+        empty file.
+    """
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
+            or not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
+    path, test, fmt, target = check_file(path, target, test_path)
+    digests = [sha256_file(path)] + ([] if test is None else [sha256_file(test)])
+    arrays = _cached(path, test, fmt, target, digests, root)
+    X, y = arrays["X"], arrays["y"]
+    if test is None:
+        try:
+            tr, te = train_test_split(np.arange(len(y)), test_size=test_fraction, random_state=seed,
+                                      stratify=y)
+        except ValueError as exc:    # too few rows of a class to stratify
+            raise ValueError(f"{path}: cannot hold out a stratified test_fraction={test_fraction} of its "
+                             f"{len(y)} rows ({exc}); give more rows or a test file (test_path)") from exc
+        tr, te = np.sort(tr), np.sort(te)
+        X_tr, y_tr, X_te, y_te = X[tr], y[tr], X[te], y[te]
+    else:
+        X_tr, y_tr, X_te, y_te = X, y, arrays["X_test"], arrays["y_test"]
+    checksum = f"sha256 {digests[0]} of {path} (a local file)"
+    if test is not None:
+        checksum += f"; sha256 {digests[1]} of {test} (the test file)"
+    return FileData(X_tr, y_tr, X_te, y_te, [str(s) for s in arrays["feature_names"]],
+                    tuple(str(s) for s in arrays["class_names"]), str(path), checksum)
+
+
+def cache_path(path, target: str | None, test_path, root=None, digests: list[str] | None = None) -> Path:
+    """Where the parsed arrays of ``path`` (with ``target`` and ``test_path``) are cached."""
+    path = Path(path)
+    digests = digests or [sha256_file(p) for p in (path, test_path) if p is not None]
+    blob = json.dumps({"format": file_format(path), "target": target, "cache_format": CACHE_FORMAT,
+                       "files": digests}, sort_keys=True)
+    key = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", path.name[:len(path.name) - len(_extension(path))]) or "data"
+    return data_root(root) / NAME / "prepared" / f"{stem}-{key}.npz"
+
+
+def encode_labels(labels: np.ndarray, test_labels: np.ndarray | None = None,
+                  where: str = "the target") -> tuple[np.ndarray, np.ndarray | None, tuple[str, str]]:
+    """Map two label values to 0 / 1 in sorted order; ``(y, y_test, class_names)``.
+
+    Raises
+    ------
+    ValueError
+        Other than two classes among the labels, or one class only among the train labels.
+    """
+    labels = _label_values(labels)
+    both = labels if test_labels is None else _label_values(test_labels)
+    if both.dtype.kind != labels.dtype.kind:
+        labels, both = labels.astype(str), both.astype(str)
+    classes = np.unique(np.concatenate([labels, both]))
+    shown = ", ".join(repr(c.item()) for c in classes[:_SHOWN]) + (" ..." if len(classes) > _SHOWN else "")
+    if len(classes) > 2:
+        raise ValueError(f"{where} has {len(classes)} classes ({shown}); the harness's methods are binary "
+                         f"classifiers and the library's multiclass support is not built yet: make a "
+                         f"binary target (e.g. one class against the rest), or use the multitask "
+                         f"one-vs-rest datasets of an .npz (load_dataset('ovr', path=...))")
+    if len(np.unique(labels)) < 2:
+        raise ValueError(f"{where} has one class only ({shown}) in the train rows; a binary "
+                         f"classifier needs two")
+    names = tuple(str(c.item()) for c in classes)
+    y_test = None if test_labels is None else np.searchsorted(classes, both).astype(np.int64)
+    return np.searchsorted(classes, labels).astype(np.int64), y_test, names
+
+
+def describe(path, target: str | None = None, test_path=None, root=None) -> dict:
+    """What :func:`load` would load, without caching anything: ``format``, ``rows``, ``columns``,
+    ``feature_names``, ``target``, ``classes`` (value -> count), ``text_columns``, ``nan``
+    (feature -> count of NaN), ``cache`` (its path, and whether it exists), ``problem`` (the error
+    :func:`load` would raise on the contents, or None).  Raises as :func:`check_file` does."""
+    path, test, fmt, target = check_file(path, target, test_path)
+    if fmt in TABLES:
+        df = _read_table(path, fmt)
+        features = [c for c in df.columns if c != target]
+        nan = df[features].isna().sum()
+        info = {"rows": len(df), "columns": len(df.columns), "feature_names": [str(c) for c in features],
+                "text_columns": _text_columns(df[features]),
+                "classes": df[target].value_counts(dropna=False).sort_index().to_dict()}
+    else:
+        X, labels, names = _parse_other(path, fmt)
+        nan = pd.Series(np.isnan(X).sum(axis=0), index=names)
+        values, counts = np.unique(labels, return_counts=True)
+        info = {"rows": len(X), "columns": X.shape[1], "feature_names": names, "text_columns": [],
+                "classes": dict(zip(values.tolist(), counts.tolist()))}
+    cache = cache_path(path, target, test, root)
+    info.update(format=fmt, path=str(path), test_path=None if test is None else str(test), target=target,
+                nan={str(k): int(v) for k, v in nan.items() if v}, cache=str(cache),
+                cache_exists=cache.is_file(), problem=None)
+    try:
+        _parse(path, test, fmt, target)
+    except (ValueError, FormatError) as exc:
+        info["problem"] = str(exc)
+    return info
+
+
+# ----------------------------------------------------------------------------- parsing
+
+def _existing(path, argument: str) -> Path:
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{argument}={os.fspath(path)!r}: no such file (a relative path is taken "
+                                f"from the directory you run from)")
+    return path.resolve()
+
+
+def _extension(path: Path) -> str | None:
+    # the longest first: ".csv.gz" is not ".gz"
+    return next((e for e in sorted(FORMATS, key=len, reverse=True) if path.name.lower().endswith(e)), None)
+
+
+def _columns(path: Path, fmt: str) -> list[str]:
+    """The column names of a table, from its header (CSV) or schema (Parquet) only."""
+    try:
+        if fmt == "csv":
+            return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+        import pyarrow.parquet as pq
+
+        return [str(c) for c in pq.read_schema(path).names if not str(c).startswith("__index_level_")]
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise FormatError(f"{path}: cannot read the header of this {fmt} file ({exc})") from exc
+
+
+def _read_table(path: Path, fmt: str) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path, low_memory=False) if fmt == "csv" else pd.read_parquet(path)
+    except (ValueError, OSError, pd.errors.ParserError) as exc:
+        raise FormatError(f"{path}: cannot read this {fmt} file ({exc})") from exc
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def _text_columns(df: pd.DataFrame) -> list[str]:
+    return [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
+
+
+def _table(path: Path, fmt: str, target: str, columns: list[str] | None = None):
+    """``(X, labels, feature_names)`` of a CSV or Parquet file, its columns in the order ``columns``."""
+    df = _read_table(path, fmt)
+    if columns is not None:
+        df = df[columns]
+    if len(df) == 0:
+        raise ValueError(f"{path}: no rows")
+    n_nan = int(df[target].isna().sum())
+    if n_nan:
+        first = int(np.flatnonzero(df[target].isna().to_numpy())[0]) + 1
+        raise ValueError(f"{path}: the target column {target!r} is empty (NaN) in {n_nan} of {len(df)} rows "
+                         f"(the first is data row {first}); drop or fill those rows first")
+    features = [c for c in df.columns if c != target]
+    if not features:
+        raise ValueError(f"{path}: no feature columns besides the target {target!r}")
+    text = _text_columns(df[features])
+    if text:
+        example = df[text[0]].dropna()
+        seen = f" (e.g. {example.iloc[0]!r} in {text[0]!r})" if len(example) else ""
+        raise ValueError(f"{path}: text (non-numeric) feature columns {text[:_SHOWN]}"
+                         f"{' ...' if len(text) > _SHOWN else ''}{seen}; encode them as numbers first, "
+                         f"e.g. one-hot with pandas.get_dummies(df, columns=[...]) or integer codes "
+                         f"(df[col].astype('category').cat.codes); categorical features are not "
+                         f"supported yet")
+    X = df[features].to_numpy(dtype=np.float32, na_value=np.nan)
+    return X, df[target].to_numpy(), features
+
+
+def _parse_other(path: Path, fmt: str):
+    """``(X, labels, feature_names)`` of a LIBSVM or ``.npz`` file."""
+    if fmt == "npz":
+        try:
+            X, labels, names, _ = read_npz(path)
+        except ValueError as exc:
+            if "allow_pickle" not in str(exc):
+                raise
+            raise FormatError(f"{path}: holds an object array, which is not read (it would run pickled "
+                              f"code); save text as np.array(..., dtype=str)") from exc
+        return X, labels, names
+    from sklearn.datasets import load_svmlight_file
+
+    try:
+        X, labels = load_svmlight_file(str(path), dtype=np.float32)
+    except (ValueError, OSError) as exc:
+        raise FormatError(f"{path}: not a LIBSVM file ({exc})") from exc
+    return X.toarray(), labels, [f"f{j}" for j in range(X.shape[1])]
+
+
+def _parse(path: Path, test: Path | None, fmt: str, target: str | None) -> dict:
+    """The arrays cached for ``path`` (and ``test``): ``X``, ``y``, ``feature_names``,
+    ``class_names`` (and ``X_test``, ``y_test``)."""
+    if fmt == "libsvm" and test is not None:
+        from sklearn.datasets import load_svmlight_files
+
+        try:   # parsed together: the same width and the same 0- or 1-based indexing
+            X, labels, X_te, labels_te = load_svmlight_files([str(path), str(test)], dtype=np.float32)
+        except (ValueError, OSError) as exc:
+            raise FormatError(f"{path}, {test}: not LIBSVM files ({exc})") from exc
+        X, X_te, names = X.toarray(), X_te.toarray(), [f"f{j}" for j in range(X.shape[1])]
+    elif fmt in TABLES:
+        X, labels, names = _table(path, fmt, target)
+        X_te, labels_te, _ = (None, None, None) if test is None else _table(test, fmt, target,
+                                                                           [target, *names])
+    else:
+        X, labels, names = _parse_other(path, fmt)
+        X_te, labels_te, test_names = (None, None, None) if test is None else _parse_other(test, fmt)
+        if test is not None and test_names != names:
+            raise ValueError(f"test_path {test}: its features differ from those of path {path}: "
+                             f"{len(test_names)} vs {len(names)} columns, first names {test_names[:3]} vs "
+                             f"{names[:3]}; give a test file with the same features")
+    where = f"the target of {path}" + ("" if test is None else f" and {test}")
+    y, y_te, class_names = encode_labels(labels, labels_te, where)
+    out = {"X": np.ascontiguousarray(X, dtype=np.float32), "y": y,
+           "feature_names": np.array(names, dtype=str), "class_names": np.array(class_names, dtype=str)}
+    if test is not None:
+        out.update(X_test=np.ascontiguousarray(X_te, dtype=np.float32), y_test=y_te)
+    return out
+
+
+def _label_values(labels: np.ndarray) -> np.ndarray:
+    """Labels as a sortable array: text stays text, integral floats become integers."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind in "OSU":
+        return labels.astype(str)
+    if labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.array_equal(labels, np.round(labels)):
+        return labels.astype(np.int64)
+    return labels
+
+
+# ----------------------------------------------------------------------------- cache
+
+def _cached(path: Path, test: Path | None, fmt: str, target: str | None, digests: list[str], root) -> dict:
+    """The arrays of :func:`_parse`, from the verified cache or parsed (and cached if possible)."""
+    target_path = cache_path(path, target, test, root, digests)
+    if target_path.is_file():
+        arrays, reason = _read_cache(target_path, test is not None)
+        if arrays is not None:
+            return arrays
+        warnings.warn(f"{reason}; rebuilding it from {path}", RuntimeWarning, stacklevel=3)
+    arrays = _parse(path, test, fmt, target)
+    try:
+        write_npz_atomic(target_path, arrays)
+    except OSError as exc:
+        if not is_not_writable(exc):
+            raise
+        folder = target_path.parent
+        if folder not in _warned_roots:
+            _warned_roots.add(folder)
+            warnings.warn(f"cannot cache the parsed arrays of data files in {folder} ({exc}); they are "
+                          f"parsed on every load (set $GBFS_DATA_DIR or root= to a writable folder to "
+                          f"cache them)", RuntimeWarning, stacklevel=3)
+    return arrays
+
+
+def _read_cache(path: Path, with_test: bool) -> tuple[dict | None, str | None]:
+    """(arrays, None) when the cache ``path`` matches its recorded sha256 and holds consistent
+    arrays, else (None, why not)."""
+    recorded, problem = _read_sidecar(path)
+    if problem or recorded is None:
+        return None, f"{path}: {problem or f'no checksum record {sidecar_path(path).name}'}"
+    try:
+        digest = sha256_file(path)
+    except OSError as exc:
+        return None, f"{path} cannot be read ({exc})"
+    if digest != recorded:
+        return None, (f"{path} has sha256 {digest}, not the {recorded} recorded when it was written: it was "
+                      f"truncated, corrupted or rewritten")
+    want = _REQUIRED + (("X_test", "y_test") if with_test else ())
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in want if k in npz.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        return None, f"{path}: cannot read the cache ({type(exc).__name__}: {exc})"
+    X, y = arrays.get("X"), arrays.get("y")
+    ok = len(arrays) == len(want) and X.ndim == 2 and y.shape == (len(X),) \
+        and arrays["feature_names"].shape == (X.shape[1],) and arrays["class_names"].shape == (2,)
+    if ok and with_test:
+        ok = arrays["X_test"].shape[1:] == X.shape[1:] and arrays["y_test"].shape == (len(arrays["X_test"]),)
+    return (arrays, None) if ok else (None, f"{path}: not a cache of a data file (arrays missing or of "
+                                            f"inconsistent shapes)")
