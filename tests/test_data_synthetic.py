@@ -75,6 +75,8 @@ def test_relevant_columns_carry_the_univariate_signal(make, gisette):
     assert np.all(top < len(gap_rel))
 
 
+# about 17 s for the three: run with the slow tests, so the default suite stays under 5 minutes
+@pytest.mark.slow
 @pytest.mark.parametrize("make, kwargs", [
     (gisette_like, dict(scale=0.3, feature_scale=0.1)),
     (epsilon_like, dict(scale=0.05, feature_scale=0.1)),

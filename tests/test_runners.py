@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 
 from runners import bench, quickstart
 
@@ -47,6 +48,7 @@ def test_bench_core_small(tmp_path, capsys):
     assert "tree ours" in printed and "flight" in printed
 
 
+@pytest.mark.slow   # writes and parses format-exact files of three datasets (~5 s)
 def test_bench_data_small(tmp_path, capsys):
     out = tmp_path / "data.json"
     assert bench.main(["data", "--scale", "0.02", "--epsilon-rows", "400", "--out", str(out)]) == 0
