@@ -263,10 +263,15 @@ def uninterrupted() -> Iterator[None]:
 
 
 def run_status(err: BaseException | None) -> str:
-    """A run's end status: FINISHED without ``err``, KILLED on an interrupt, FAILED on an error."""
+    """A run's end status: FINISHED without ``err``, KILLED on an interrupt, FAILED on an error.
+
+    An error raised after a SIGTERM inside :func:`sigterm_as_interrupt` counts as the interrupt:
+    library code that catches the :class:`Terminated` and raises its own error in its place
+    (a store or a thread pool wrapping it) must not turn a killed run into a failed one."""
     if err is None:
         return "FINISHED"
-    return "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED"
+    interrupted = isinstance(err, KeyboardInterrupt) or (_STATE is not None and _STATE.received)
+    return "KILLED" if interrupted else "FAILED"
 
 
 def end_runs(status: str, down_to: str | None = None) -> None:
