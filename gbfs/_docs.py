@@ -106,6 +106,24 @@ PARAM_DOC = """
     goss_style : {"paper", "lightgbm"}, default="paper"
         GOSS only: ``"lightgbm"`` ranks rows by ``|g h|`` and samples nothing during the first
         ``1 / learning_rate`` iterations, as LightGBM does.
+    categorical_features : "auto", None, list of int or str, or array of bool, default="auto"
+        Columns split on sets of categories (:mod:`gbfs.categorical`) rather than thresholds.
+        ``"auto"``: a DataFrame's pandas ``category`` columns; a list names them by index or
+        column name (text columns listed are categorised, numeric ones must hold non-negative
+        integer codes), or a boolean mask.  The model keeps the training categories
+        (``categories_``) and maps a frame's values to them at prediction; an unseen category
+        is predicted like a missing value.  A categorical feature is one feature for ``mu``,
+        costs, bags and budgets, whatever its number of categories.
+    cat_smooth, cat_l2 : float, default=10.0
+        LightGBM's categorical settings: the categories ordered by ``G_c / (H_c + cat_smooth)``
+        (those with at least ``cat_smooth`` rows), and ``cat_l2`` added to ``reg_lambda`` in the
+        children's terms of a many-vs-many split's gain.
+    max_cat_threshold : int, default=32
+        Most categories on the left of a many-vs-many split.
+    min_data_per_group : int, default=100
+        Rows between two scored prefixes of the ordering, and the fewest rows on the right.
+    max_cat_to_onehot : int, default=4
+        A feature with at most this many categories is split one-vs-rest.
     random_state : int, RandomState instance or None, default=None
         Seed of every random choice (bin subsample, GT-GBM's subsets, row samples); same seed,
         same model.

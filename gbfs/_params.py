@@ -64,6 +64,11 @@ def check_params(est, warn: bool = True) -> BoostingParams:
                                        low_open=True, high_open=True, allow_none=True),
         min_child_weight=V.check_real("min_child_weight", est.min_child_weight, low=0.0),
         reg_lambda=V.check_real("reg_lambda", est.reg_lambda, low=0.0),
+        cat_settings=(V.check_real("cat_smooth", est.cat_smooth, low=0.0),
+                      V.check_real("cat_l2", est.cat_l2, low=0.0),
+                      V.check_int("max_cat_threshold", est.max_cat_threshold, 1),
+                      V.check_int("min_data_per_group", est.min_data_per_group, 1),
+                      V.check_int("max_cat_to_onehot", est.max_cat_to_onehot, 1)),
     )
     V.check_int("max_bins", est.max_bins, 2)
     if est.max_bins > MAX_BINS:

@@ -6,6 +6,11 @@ A feature with at most 255 distinct training values gets one bin per value
 maps to the dedicated missing bin 255.  The edges are kept so that a split on bin
 ``t`` can be applied to raw values as ``x <= edges[t]``, which is exactly the same
 decision as ``bin(x) <= t`` because ``bin(x) = #{edges < x}``.
+
+A categorical feature (``categorical``) holds non-negative integer codes instead: each of its
+``max_bins`` most frequent codes gets its own bin, the most frequent first (ties: the smaller code,
+LightGBM's order, which breaks ties in the split search the same way), the rarer codes, codes
+never seen and NaN share the missing bin; its splits are sets of bins (:mod:`gbfs.categorical`).
 """
 
 from __future__ import annotations
@@ -187,6 +192,13 @@ def _map_csc_to_bins(indptr, indices, data, edges, n_edges, out):
             out[indices[k], f] = _bin_of(data[k], edges[f], n_edges[f])
 
 
+def _column(X, f: int) -> np.ndarray:
+    """Column ``f`` of a dense array or a CSC matrix, as a dense float64 vector."""
+    if scipy.sparse.issparse(X):
+        return np.asarray(X[:, [f]].toarray()).ravel().astype(X_DTYPE)
+    return np.asarray(X[:, f], dtype=X_DTYPE)
+
+
 def _csc(X):
     """A canonical float64 CSC copy of a scipy.sparse matrix (duplicates summed)."""
     X = X.tocsc(copy=True).astype(X_DTYPE, copy=False)
@@ -206,6 +218,8 @@ class BinMapper:
         ``random_state`` when the data has more rows.
     random_state : int or numpy.random.Generator or None
         Seed of the subsample.
+    categorical : array of bool, shape (n_features,), or None
+        The categorical features (non-negative integer codes, NaN for missing).
 
     Attributes
     ----------
@@ -217,13 +231,19 @@ class BinMapper:
     standardised_values_ : ndarray of float64, shape (n_features, 256)
         Per bin, the min-max standardised mean of the (subsampled) training values in it;
         the missing bin holds the standardised mean of the column (GT-GBM's pseudo-features).
+        A categorical feature's bins get their rank, min-max standardised.
+    categorical_ : ndarray of bool, shape (n_features,)
+    category_codes_ : list of ndarray of int64
+        Per feature, the codes that have a bin, in bin order (bin ``b`` is code
+        ``category_codes_[f][b]``); empty for a numeric feature.
     """
 
     def __init__(self, max_bins: int = MAX_BINS, subsample: int | None = 200_000,
-                 random_state=None):
+                 random_state=None, categorical=None):
         self.max_bins = max_bins
         self.subsample = subsample
         self.random_state = random_state
+        self.categorical = categorical
 
     def fit(self, X) -> BinMapper:
         """Find the edges of ``X`` (an array, or a scipy.sparse matrix: its columns are read one at
@@ -247,8 +267,61 @@ class BinMapper:
                            self.standardised_values_)
         else:
             _fit_edges(X, self.max_bins, self.bin_edges_, self.n_edges_, self.standardised_values_)
+        self._fit_categories(X)
         self.n_bins_non_missing_ = self.n_edges_ + 1
         return self
+
+    def _fit_categories(self, X) -> None:
+        """Bins of the categorical features: the ``max_bins`` most frequent codes, each its own
+        bin, most frequent first (ties: the smaller code)."""
+        d = X.shape[1]
+        self.categorical_ = np.zeros(d, dtype=bool)
+        if self.categorical is not None:
+            self.categorical_[:] = np.asarray(self.categorical, dtype=bool)
+        self.category_codes_ = [np.zeros(0, dtype=np.int64) for _ in range(d)]
+        for f in np.flatnonzero(self.categorical_):
+            col = _column(X, f)
+            codes, counts = np.unique(col[~np.isnan(col)].astype(np.int64), return_counts=True)
+            keep = codes[np.lexsort((codes, -counts))[:self.max_bins]]
+            self.category_codes_[f] = keep
+            self.bin_edges_[f] = 0.0
+            self.n_edges_[f] = max(keep.size - 1, 0)
+            z = self.standardised_values_[f]
+            z[:] = 0.0
+            if keep.size > 1:
+                z[:keep.size] = np.arange(keep.size) / (keep.size - 1)
+                z[MISSING_BIN] = 0.5
+
+    def _bin_categories(self, X, out: np.ndarray) -> None:
+        for f in np.flatnonzero(self.categorical_):
+            out[:, f] = self.category_bins(f, _column(X, f)).astype(X_BINNED_DTYPE)
+
+    def category_bins(self, f: int, values: np.ndarray) -> np.ndarray:
+        """Bins of categorical feature ``f``'s raw ``values`` (int64; MISSING_BIN for NaN and for
+        codes without a bin)."""
+        keep = self.category_codes_[f]
+        out = np.full(values.shape[0], MISSING_BIN, dtype=np.int64)
+        known = ~np.isnan(values)
+        if keep.size:
+            order = np.argsort(keep)
+            codes = values[known].astype(np.int64)
+            pos = np.minimum(np.searchsorted(keep[order], codes), keep.size - 1)
+            out[known] = np.where(keep[order[pos]] == codes, order[pos], MISSING_BIN)
+        return out
+
+    def categories_to_bins(self, X: np.ndarray) -> np.ndarray:
+        """``X`` (dense, raw) with each categorical column replaced by its bins as floats, NaN for
+        the missing bin: what :meth:`gbfs.tree.PackedEnsemble.predict_raw` reads for them."""
+        X = np.array(X, dtype=X_DTYPE, order="C")
+        for f in np.flatnonzero(self.categorical_):
+            b = self.category_bins(f, X[:, f]).astype(X_DTYPE)
+            b[b == MISSING_BIN] = np.nan
+            X[:, f] = b
+        return X
+
+    @property
+    def has_categorical(self) -> bool:
+        return bool(getattr(self, "categorical_", np.zeros(0, bool)).any())
 
     def transform(self, X) -> np.ndarray:
         """Bin ``X`` (an array or a scipy.sparse matrix); returns a Fortran-ordered uint8 array
@@ -265,6 +338,8 @@ class BinMapper:
             _map_csc_to_bins(X.indptr, X.indices, X.data, self.bin_edges_, self.n_edges_, out)
         else:
             _map_to_bins(X, self.bin_edges_, self.n_edges_, out)
+        if self.has_categorical:
+            self._bin_categories(X, out)
         return out
 
     def fit_transform(self, X: np.ndarray) -> np.ndarray:
@@ -287,4 +362,7 @@ class BinMapper:
         sub.n_bins_non_missing_ = self.n_bins_non_missing_[columns]
         if hasattr(self, "standardised_values_"):
             sub.standardised_values_ = self.standardised_values_[columns]
+        if hasattr(self, "categorical_"):
+            sub.categorical_ = self.categorical_[columns]
+            sub.category_codes_ = [self.category_codes_[f] for f in columns]
         return sub

@@ -17,7 +17,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import envelope, group_testing, model_io
+from . import categorical_input, envelope, group_testing, model_io
 from . import validation as V
 from ._docs import PARAM_DOC
 from ._params import boosting_params, group_test_plan, numba_threads, prediction_threads
@@ -63,7 +63,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                  delta=0.1, n_subsets=None, subset_size=None, group_test_scope="tree",
                  group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, sampler=None,
                  subsample=None, top_rate=None, other_rate=None, mvs_lambda=None, goss_style="paper",
-                 random_state=None, n_threads=None):
+                 categorical_features="auto", cat_smooth=10.0, cat_l2=10.0, max_cat_threshold=32,
+                 min_data_per_group=100, max_cat_to_onehot=4, random_state=None, n_threads=None):
         self.method = method
         self.mu = mu
         self.feature_costs = feature_costs
@@ -100,6 +101,12 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.other_rate = other_rate
         self.mvs_lambda = mvs_lambda
         self.goss_style = goss_style
+        self.categorical_features = categorical_features
+        self.cat_smooth = cat_smooth
+        self.cat_l2 = cat_l2
+        self.max_cat_threshold = max_cat_threshold
+        self.min_data_per_group = min_data_per_group
+        self.max_cat_to_onehot = max_cat_to_onehot
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -115,6 +122,11 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         return group_test_plan(self, n_rows, n_features)
 
     def _check_X(self, X, reset: bool, name: str = "X"):
+        if reset:  # the categorical columns and their categories (gbfs.categorical_input)
+            self.categorical_features_ = categorical_input.resolve(X, self.categorical_features, name)
+            self.categories_ = categorical_input.fit_categories(X, self.categorical_features_)
+        X = categorical_input.encode(X, getattr(self, "categorical_features_", ()),
+                                     getattr(self, "categories_", []), name)
         V.reject_non_numeric(X, name)
         V.warn_inexact_integers(X, name)
         # scipy.sparse stays sparse (CSR/CSC, others converted to CSR): binning reads its columns
@@ -205,7 +217,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with numba_threads(self.n_threads):
             t0 = time.perf_counter()
-            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed)).fit(X)
+            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed),
+                                   self._categorical_mask(d)).fit(X)
             X_binned = bin_mapper.transform(X)
             named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv)
                      for k, (Xv, yv) in enumerate(evals)]
@@ -215,8 +228,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                 tester = group_testing.GroupTester.precompute(
                     X_binned, bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
             t2 = time.perf_counter()
-        inputs = {k: getattr(self, k) for k in ("n_features_in_", "feature_names_in_", "classes_")
-                  if hasattr(self, k)}
+        inputs = {k: getattr(self, k) for k in ("n_features_in_", "feature_names_in_", "classes_",
+                                                "categorical_features_", "categories_") if hasattr(self, k)}
         return _Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
                          {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1})
 
@@ -264,6 +277,11 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             self.n_subsets_ = prep.plan.n_subsets
             self.subset_size_ = prep.plan.subset_size
         return self
+
+    def _categorical_mask(self, d: int) -> np.ndarray:
+        mask = np.zeros(d, dtype=bool)
+        mask[self.categorical_features_] = True
+        return mask
 
     def _select(self, prep: _Prepared, params=None, plain: bool = False):
         """The selection fit (the whole fit without refit): ``(BoostingResult, FeatureUsage)``.
@@ -324,8 +342,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         check_is_fitted(self, "_trees")
         X = self._check_X(X, reset=False)
         raw = np.full(X.shape[0], self.init_score_, dtype=np.float64)
+        bm = self._bin_mapper
         with numba_threads(prediction_threads(self)):
-            self._packed.predict_raw(X, raw)
+            self._packed.predict_raw(X, raw, bm.categories_to_bins if bm.has_categorical else None)
         return raw
 
     def _get_support_mask(self):

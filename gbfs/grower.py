@@ -22,6 +22,14 @@ import numba
 import numpy as np
 
 from ._types import ROW_DTYPE
+from .categorical import (
+    CAT_DEFAULTS,
+    CAT_WORDS,
+    bins_of,
+    build_and_scan_categorical,
+    build_and_scan_categorical_serial,
+    split_partition_set,
+)
 from .feature_search import FeatureSearch
 from .histogram import HistogramLayout, build_histogram, gather
 from .partition import GrownTree, Node, split_partition
@@ -65,6 +73,9 @@ class GrowthParams:
     # from an index of their other entries (gbfs.sparse_rows); 0 keeps every feature column-wise.
     sparse_share: float = SPARSE_SHARE
     sparse_min_features: int = MIN_SPARSE_FEATURES  # fewer sparse features: all column-wise
+    # categorical split search (gbfs.categorical.cat_settings order): cat_smooth, cat_l2,
+    # max_cat_threshold, min_data_per_group, max_cat_to_onehot
+    cat_settings: tuple = tuple(CAT_DEFAULTS.values())
 
 
 class TreeGrower:
@@ -102,7 +113,18 @@ class TreeGrower:
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
         self._dummy_hist = np.empty((1, 3))
-        self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features)
+        # categorical features (gbfs.categorical) are searched from their rows by their own kernel,
+        # never from a kept or subtracted histogram: the others are "numeric"
+        is_cat = getattr(bin_mapper, "categorical_", None)
+        self._is_cat = is_cat if is_cat is not None and is_cat.any() else None
+        if self._is_cat is not None:
+            self.categorical = np.flatnonzero(is_cat).astype(np.int64)
+            self.numeric = np.flatnonzero(~is_cat).astype(np.int64)
+            self._cat_slot = np.full(d, -1, dtype=np.int64)
+            self._cat_slot[self.categorical] = np.arange(self.categorical.shape[0])
+            self._cat = np.asarray(params.cat_settings, dtype=np.float64)
+        self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features,
+                                       exclude=self._is_cat)
         self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
@@ -244,6 +266,8 @@ class TreeGrower:
         node.bin = np.empty(d, dtype=np.int32)
         node.missing_left = np.empty(d, dtype=np.bool_)
         node.left_sums = np.empty((d, 3), dtype=np.float64)
+        if self._is_cat is not None:
+            node.cat_bits = np.zeros((self.categorical.shape[0], CAT_WORDS), dtype=np.uint32)
 
     def _search(self, node, keep=None, features=None) -> None:
         """Best split per feature of ``node`` from its rows (fused build + scan)."""
@@ -258,8 +282,30 @@ class TreeGrower:
         self._build_and_scan(node, rows, r_ord, h_ord, features, keep)
         self._score(node)
 
+    def _numeric(self, features: np.ndarray) -> np.ndarray:
+        """The numeric ones of ``features`` (all of them: the grower's own array of numeric ones)."""
+        if self._is_cat is None:
+            return features
+        return self.numeric if features is self.features else features[~self._is_cat[features]]
+
+    def _scan_categorical(self, node, rows, r_ord, h_ord, features) -> None:
+        """Best category sets of the categorical ones of ``features``, from the node's rows."""
+        if self._is_cat is None:
+            return
+        cats = self.categorical if features is self.features else features[self._is_cat[features]]
+        if cats.shape[0] == 0:
+            return
+        p = self.params
+        kernel = (build_and_scan_categorical_serial if node.count * cats.shape[0] <= SERIAL_WORK
+                  else build_and_scan_categorical)
+        kernel(self._X, rows, r_ord, h_ord, cats, self._cat_slot, self.n_bins, node.sum_g, node.sum_h,
+               float(node.count), float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda, self._cat,
+               node.gain, node.bin, node.missing_left, node.left_sums, node.cat_bits)
+
     def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
+        self._scan_categorical(node, rows, r_ord, h_ord, features)
         sparse = self.sparse if features is self.features else None
+        features = self._numeric(features)
         if sparse is None:
             self._fused(node, rows, r_ord, h_ord, features, keep, node.hist if keep else self._dummy_hist)
             return
@@ -277,7 +323,8 @@ class TreeGrower:
     def _fill_histogram(self, node, rows, r_ord, h_ord, features) -> None:
         """``node.hist`` for ``features`` without a split search (the subtraction's smaller child)."""
         if self.sparse is None or features is not self.features:
-            build_histogram(self._X, rows, r_ord, h_ord, features, self.offsets, self.n_bins, node.hist)
+            build_histogram(self._X, rows, r_ord, h_ord, self._numeric(features), self.offsets, self.n_bins,
+                            node.hist)
             return
         build_histogram(self._X, rows, r_ord, h_ord, self.sparse.dense_features, self.offsets, self.n_bins,
                         node.hist)
@@ -322,12 +369,15 @@ class TreeGrower:
         p = self.params
         self._alloc_split_arrays(large)
         large.searched = features
-        serial = features.shape[0] <= SERIAL_SUBTRACT_FEATURES
+        if self._is_cat is not None:
+            self._scan_categorical(large, *self.gathered(large), features)
+        numeric = self._numeric(features)
+        serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
-        kernel(parent_hist, small_hist, features, self.offsets, self.n_bins, large.sum_g,
-                          large.sum_h, float(large.count), float(p.min_samples_leaf),
-                          p.min_child_weight, p.reg_lambda, large.gain, large.bin,
-                          large.missing_left, large.left_sums)
+        kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, large.sum_g,
+               large.sum_h, float(large.count), float(p.min_samples_leaf),
+               p.min_child_weight, p.reg_lambda, large.gain, large.bin,
+               large.missing_left, large.left_sums)
         large.hist = parent_hist
         if not self._keep_hist(large):
             self._release(large)
@@ -341,19 +391,27 @@ class TreeGrower:
         f = node.feature
         b = int(node.bin[f])
         ml = bool(node.missing_left[f])
-        n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml,
-                                 self._buffer)
+        categorical = self._is_cat is not None and self._is_cat[f]
+        if categorical:
+            bits = node.cat_bits[self._cat_slot[f]]
+            n_left = split_partition_set(self._partition, node.start, node.end, self._X[:, f], bits,
+                                         self._buffer)
+        else:
+            n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml,
+                                     self._buffer)
         lg, lh, lc = node.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"
         left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
         right = Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
                       node.depth + 1, node.sum_g - lg, node.sum_h - lh)
-        builder.set_split(node.id, f, self.bin_mapper.threshold(f, b), b, ml, left.id, right.id,
-                          float(node.gain[f]))
+        threshold = math.nan if categorical else self.bin_mapper.threshold(f, b)
+        builder.set_split(node.id, f, threshold, b, ml, left.id, right.id, float(node.gain[f]))
+        if categorical:
+            builder.set_categories(node.id, bins_of(bits))
         self._usage.mark_used(f)
         left.gain = right.gain = None
         self._search_children(node, left, right)
-        node.gain = node.left_sums = None  # free the per-feature arrays of an internal node
+        node.gain = node.left_sums = node.cat_bits = None  # free the per-feature arrays of an internal node
         return left, right
 
     def _search_children(self, parent, left, right) -> None:

@@ -154,7 +154,8 @@ class _MultitaskBase(_GBFSBase):
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with numba_threads(self.n_threads):
             t0 = time.perf_counter()
-            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed)).fit(X)
+            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed),
+                                   self._categorical_mask(d)).fit(X)
             X_binned = bin_mapper.transform(X)
             tasks = self._task_data(X_binned, y, rows, evals, bin_mapper, params, plans, seed)
             t1 = time.perf_counter()
@@ -217,12 +218,13 @@ class _MultitaskBase(_GBFSBase):
         X = self._check_X(X, reset=False)
         idx = self._task_index(task, X.shape[0])
         raw = np.empty(X.shape[0], dtype=np.float64)
+        bm = self._bin_mapper
         with numba_threads(prediction_threads(self)):
             for t, packed in enumerate(self._packed):
                 rows = np.flatnonzero(idx == t)
                 if rows.size:
                     out = np.full(rows.shape[0], self.init_scores_[t])
-                    packed.predict_raw(X[rows], out)
+                    packed.predict_raw(X[rows], out, bm.categories_to_bins if bm.has_categorical else None)
                     raw[rows] = out
         return raw
 
@@ -271,6 +273,8 @@ class _MultitaskBase(_GBFSBase):
         if not isinstance(lists, list) or len(lists) != T:
             raise ValueError(f"task_trees must hold one list of trees per task ({T})")
         task_trees = [model_io.trees_from_json(v, d, f"task_trees[{t}]") for t, v in enumerate(lists)]
+        for t, trees in enumerate(task_trees):
+            model_io.check_categorical_trees(trees, est._bin_mapper, f"task_trees[{t}]")
         if len({len(tr) for tr in task_trees}) != 1:
             raise ValueError("task_trees must hold as many trees for every task")
         init = body["init_scores"]

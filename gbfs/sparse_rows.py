@@ -190,9 +190,11 @@ class SparseRows:
 
     @classmethod
     def build(cls, X_binned: np.ndarray, layout, max_share: float = SPARSE_SHARE,
-              min_features: int = MIN_SPARSE_FEATURES) -> SparseRows | None:
+              min_features: int = MIN_SPARSE_FEATURES, exclude: np.ndarray | None = None) -> SparseRows | None:
         """Index the features of ``X_binned`` with at most ``max_share`` non-default rows;
-        ``None`` when fewer than ``min_features`` qualify (or ``max_share`` is 0)."""
+        ``None`` when fewer than ``min_features`` qualify (or ``max_share`` is 0).  The features
+        of the boolean mask ``exclude`` (categorical ones, searched by their own kernel) are in
+        neither ``features`` nor ``dense_features``."""
         n, d = X_binned.shape
         min_features = max(1, min_features)
         if max_share <= 0 or n == 0 or d < min_features:
@@ -201,13 +203,16 @@ class SparseRows:
         n_other = np.empty(d, dtype=np.int64)
         _default_bins(X_binned, layout.n_bins, default, n_other)
         sparse = n_other <= max_share * n
+        other = np.ones(d, dtype=bool) if exclude is None else ~exclude
+        sparse &= other
         if np.count_nonzero(sparse) < min_features:
             return None
         features = np.flatnonzero(sparse).astype(np.int64)
         indptr = np.empty(n + 1, dtype=np.int64)
         idx = np.empty(int(n_other[sparse].sum()), dtype=np.int32 if layout.total < 2**31 else np.int64)
         _row_index(X_binned, features, default, layout.offsets, layout.n_bins, indptr, idx)
-        return cls(features, np.flatnonzero(~sparse).astype(np.int64), default, indptr, idx, layout.offsets)
+        return cls(features, np.flatnonzero(~sparse & other).astype(np.int64), default, indptr, idx,
+                   layout.offsets)
 
     @property
     def nbytes(self) -> int:

@@ -232,6 +232,11 @@ def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:
     _leaf_sums(grown.partition, grown.leaf_starts, grown.leaf_ends, rw, den_channel, num, den)
     lam = params.growth.reg_lambda if params.leaf_estimate == "newton" else 0.0
     den = den + lam
+    if params.leaf_estimate == "newton" and grown.builder.cat_left:
+        # a categorical split's children also carry its cat_l2 (LightGBM's leaf outputs do)
+        cols = grown.builder.cols
+        children = [c for node in grown.builder.cat_left for c in (cols["left"][node], cols["right"][node])]
+        den = den + params.growth.cat_settings[1] * np.isin(grown.leaf_ids, children)
     with np.errstate(divide="ignore", invalid="ignore"):
         v = np.where(den > 0, num / den, 0.0)
     return params.learning_rate * v
