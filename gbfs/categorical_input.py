@@ -143,8 +143,8 @@ def encode(X, features: np.ndarray, categories: list, name: str = "X"):
             if cats is not None and not (_is_category(col.dtype) or _is_text(col.dtype)):
                 codes = _check_codes(col.to_numpy(dtype=np.float64, na_value=np.nan), j, name,
                                      n_categories=len(cats))
-            elif cats is not None:
-                codes = pd.Categorical(col, categories=cats).codes.astype(np.float64)
+            elif cats is not None:  # by value; -1: missing or unseen
+                codes = pd.Index(cats).get_indexer(np.asarray(col, dtype=object)).astype(np.float64)
                 codes[codes < 0] = np.nan
             elif _is_category(col.dtype) or _is_text(col.dtype):
                 raise TypeError(f"{name} column {X.columns[j]!r} holds {col.dtype} values, but the model "
