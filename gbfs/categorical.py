@@ -133,10 +133,8 @@ def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_we
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _build_scan_one(X_binned, rows, r_ord, h_ord, f, slot, hf, nb, sum_g, sum_h, sum_c,
-                    min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_, missing_left,
-                    left_sums, bits):
-    _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
+def _store(f, slot, hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, cat,
+           gain, bin_, missing_left, left_sums, bits):
     res = scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
                            cat, bits[slot])
     gain[f] = res[0]
@@ -148,31 +146,49 @@ def _build_scan_one(X_binned, rows, r_ord, h_ord, f, slot, hf, nb, sum_g, sum_h,
 
 
 @njit(parallel=True, cache=True)
-def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_bins, sum_g, sum_h,
+def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, sum_g, sum_h,
                                sum_c, min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_,
                                missing_left, left_sums, bits):
-    """Histogram and best category set of each categorical feature in ``features`` over ``rows``
-    (empty: all rows); parallel over features.  ``slots[f]`` is feature ``f``'s row of ``bits``;
-    ``bin_[f]`` is set to -1, ``missing_left[f]`` to False (the missing bin goes right)."""
+    """Histogram (into ``hist[slots[f]]``) and best category set of each categorical feature in
+    ``features`` over ``rows`` (empty: all rows); parallel over features.  ``slots[f]`` is feature
+    ``f``'s row of ``hist`` and ``bits``; ``bin_[f]`` is set to -1, ``missing_left[f]`` to False
+    (the missing bin goes right)."""
     for k in prange(features.shape[0]):
         f = features[k]
-        hf = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
-        _build_scan_one(X_binned, rows, r_ord, h_ord, f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c,
-                        min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_, missing_left,
-                        left_sums, bits)
+        hf = hist[slots[f]]
+        _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
+        _store(f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+               reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
 
 
 @njit(cache=True, nogil=True)
-def build_and_scan_categorical_serial(X_binned, rows, r_ord, h_ord, features, slots, n_bins, sum_g,
+def build_and_scan_categorical_serial(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, sum_g,
                                       sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, cat,
                                       gain, bin_, missing_left, left_sums, bits):
     """:func:`build_and_scan_categorical` on one thread (small nodes: no thread-pool wake-up)."""
-    hf = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
     for k in range(features.shape[0]):
         f = features[k]
-        _build_scan_one(X_binned, rows, r_ord, h_ord, f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c,
-                        min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_, missing_left,
-                        left_sums, bits)
+        hf = hist[slots[f]]
+        _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
+        _store(f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+               reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
+
+
+@njit(cache=True, nogil=True)
+def subtract_and_scan_categorical(parent, small, features, slots, n_bins, sum_g, sum_h, sum_c,
+                                  min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_,
+                                  missing_left, left_sums, bits):
+    """``parent -= small`` on each feature's bins (the parent's histogram becomes its larger
+    child's: LightGBM's subtraction trick), then its best category set.  Serial: a few features
+    of at most 256 bins each."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        s = slots[f]
+        for b in range(n_bins[f] + 1):
+            for c in range(3):
+                parent[s, b, c] -= small[s, b, c]
+        _store(f, s, parent[s], n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+               reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -202,13 +218,11 @@ def split_partition_set(partition, start, end, col, bits, buffer):
 
 def bins_of(bits: np.ndarray) -> np.ndarray:
     """The sorted bins of a left set."""
-    b = np.arange(MISSING_BIN + 1)
-    return b[((bits[b >> 5] >> (b & 31).astype(np.uint32)) & 1).astype(bool)].astype(np.int32)
+    return np.flatnonzero(np.unpackbits(np.asarray(bits, dtype="<u4").view(np.uint8), bitorder="little")).astype(np.int32)
 
 
 def bits_of(bins) -> np.ndarray:
     """The left set holding ``bins``."""
-    bits = np.zeros(CAT_WORDS, dtype=np.uint32)
-    for b in np.asarray(bins, dtype=np.int64):
-        bits[b >> 5] |= np.uint32(1) << np.uint32(b & 31)
-    return bits
+    mask = np.zeros(CAT_WORDS * 32, dtype=np.uint8)
+    mask[np.asarray(bins, dtype=np.int64)] = 1
+    return np.packbits(mask, bitorder="little").view("<u4").astype(np.uint32)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ._types import ROW_DTYPE
+from ._types import MISSING_BIN, ROW_DTYPE
 from .categorical import (
     CAT_DEFAULTS,
     CAT_WORDS,
@@ -29,6 +29,7 @@ from .categorical import (
     build_and_scan_categorical,
     build_and_scan_categorical_serial,
     split_partition_set,
+    subtract_and_scan_categorical,
 )
 from .feature_search import FeatureSearch
 from .histogram import HistogramLayout, build_histogram, gather
@@ -289,18 +290,31 @@ class TreeGrower:
         return self.numeric if features is self.features else features[~self._is_cat[features]]
 
     def _scan_categorical(self, node, rows, r_ord, h_ord, features) -> None:
-        """Best category sets of the categorical ones of ``features``, from the node's rows."""
+        """Best category sets of the categorical ones of ``features``: from the parent's and the
+        sibling's histograms (``node.cat_hist`` of both holding every categorical feature) when
+        :meth:`_search_children` left them, else from the node's rows."""
         if self._is_cat is None:
             return
         cats = self.categorical if features is self.features else features[self._is_cat[features]]
         if cats.shape[0] == 0:
             return
         p = self.params
+        args = (node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf), p.min_child_weight,
+                p.reg_lambda, self._cat, node.gain, node.bin, node.missing_left, node.left_sums, node.cat_bits)
+        parent, sibling = node.cat_hist if isinstance(node.cat_hist, tuple) else (None, None)
+        if parent is not None and parent.cat_hist is not None and sibling.cat_hist is not None \
+                and cats.shape[0] == self.categorical.shape[0]:
+            node.cat_hist, parent.cat_hist = parent.cat_hist, None
+            subtract_and_scan_categorical(node.cat_hist, sibling.cat_hist, cats, self._cat_slot, self.n_bins,
+                                          *args)
+            return
+        # kept only when it holds every categorical feature (a restricted search scans fewer)
+        node.cat_hist = np.empty((self.categorical.shape[0], MISSING_BIN + 1, 3))
         kernel = (build_and_scan_categorical_serial if node.count * cats.shape[0] <= SERIAL_WORK
                   else build_and_scan_categorical)
-        kernel(self._X, rows, r_ord, h_ord, cats, self._cat_slot, self.n_bins, node.sum_g, node.sum_h,
-               float(node.count), float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda, self._cat,
-               node.gain, node.bin, node.missing_left, node.left_sums, node.cat_bits)
+        kernel(self._X, rows, r_ord, h_ord, cats, self._cat_slot, self.n_bins, node.cat_hist, *args)
+        if cats.shape[0] < self.categorical.shape[0]:
+            node.cat_hist = None
 
     def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
         self._scan_categorical(node, rows, r_ord, h_ord, features)
@@ -370,7 +384,9 @@ class TreeGrower:
         self._alloc_split_arrays(large)
         large.searched = features
         if self._is_cat is not None:
-            self._scan_categorical(large, *self.gathered(large), features)
+            subtracts = isinstance(large.cat_hist, tuple) and large.cat_hist[1].cat_hist is not None
+            rows = (self._no_rows, self._no_h, self._no_h) if subtracts else self.gathered(large)
+            self._scan_categorical(large, *rows, features)
         numeric = self._numeric(features)
         serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
@@ -411,12 +427,15 @@ class TreeGrower:
         self._usage.mark_used(f)
         left.gain = right.gain = None
         self._search_children(node, left, right)
-        node.gain = node.left_sums = node.cat_bits = None  # free the per-feature arrays of an internal node
+        # free the per-feature arrays of an internal node
+        node.gain = node.left_sums = node.cat_bits = node.cat_hist = None
         return left, right
 
     def _search_children(self, parent, left, right) -> None:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
+        if self._is_cat is not None and parent.cat_hist is not None:
+            large.cat_hist = (parent, small)  # large = parent - small, once small has its histogram
         wanted = self.search.child_features(self, self._usage) if parent.hist is not None else None
         if wanted is not None and wanted is not self.features and parent.searched is not self.features \
                 and not np.all(np.isin(wanted, parent.searched, assume_unique=True)):

@@ -41,7 +41,7 @@ def split_partition(partition, start, end, col, bin_threshold, missing_left, buf
 
 class Node:
     __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "gain", "bin",
-                 "missing_left", "left_sums", "cat_bits", "feature", "score", "version", "searched")
+                 "missing_left", "left_sums", "cat_bits", "cat_hist", "feature", "score", "version", "searched")
 
     def __init__(self, node_id, start, end, depth, sum_g, sum_h):
         self.id = node_id
@@ -52,6 +52,8 @@ class Node:
         self.sum_h = sum_h
         self.hist = None
         self.cat_bits = None  # categorical features' best left sets (gbfs.categorical)
+        # their histograms, or (parent, sibling) whose difference they are once the sibling has its own
+        self.cat_hist = None
         self.feature = -1
         self.score = -np.inf
         self.version = -1

@@ -1,6 +1,6 @@
 """Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|load|...``).
 
-``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``data`` in
+``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``categorical`` in :mod:`runners.bench_categorical`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
 :mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``load`` (one fit
 in a fresh process, quiet vs next to a CPU burner) and the shapes of ``core`` in
@@ -52,7 +52,15 @@ import scipy.sparse as sp
 
 from gbfs import GBFSClassifier
 from gbfs.metrics import roc_auc
-from runners import bench_data, bench_gtgbm, bench_multitask, bench_sampling, bench_selection, bench_shapes
+from runners import (
+    bench_categorical,
+    bench_data,
+    bench_gtgbm,
+    bench_multitask,
+    bench_sampling,
+    bench_selection,
+    bench_shapes,
+)
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "fit_ratio": 1.2, "binning_ratio": 0.5,
            "penalty_overhead": 0.05, "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0,
@@ -313,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_sampling.add_parser(sub)
     bench_selection.add_parser(sub)
     bench_multitask.add_parser(sub)
+    bench_categorical.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 
