@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._types import MISSING_BIN
 from .histogram import _accumulate
 
 #: uint32 words of one split's left set (one bit per bin, 256 bins)
@@ -118,7 +117,8 @@ def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_we
             group += e
             if lc < min_samples_leaf or lh < min_child_weight:
                 continue
-            if sum_c - lc < min_samples_leaf or sum_c - le < min_data_per_group or sum_h - lh < min_child_weight:
+            if sum_c - lc < min_samples_leaf or sum_c - le < min_data_per_group \
+                    or sum_h - lh < min_child_weight:
                 break
             if group < min_data_per_group:
                 continue
@@ -218,7 +218,8 @@ def split_partition_set(partition, start, end, col, bits, buffer):
 
 def bins_of(bits: np.ndarray) -> np.ndarray:
     """The sorted bins of a left set."""
-    return np.flatnonzero(np.unpackbits(np.asarray(bits, dtype="<u4").view(np.uint8), bitorder="little")).astype(np.int32)
+    flags = np.unpackbits(np.asarray(bits, dtype="<u4").view(np.uint8), bitorder="little")
+    return np.flatnonzero(flags).astype(np.int32)
 
 
 def bits_of(bins) -> np.ndarray:

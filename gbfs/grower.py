@@ -21,16 +21,9 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ._types import MISSING_BIN, ROW_DTYPE
-from .categorical import (
-    CAT_DEFAULTS,
-    CAT_WORDS,
-    bins_of,
-    build_and_scan_categorical,
-    build_and_scan_categorical_serial,
-    split_partition_set,
-    subtract_and_scan_categorical,
-)
+from ._types import ROW_DTYPE
+from .categorical import CAT_DEFAULTS, bins_of, split_partition_set
+from .categorical_search import CategoricalSearch
 from .feature_search import FeatureSearch
 from .histogram import HistogramLayout, build_histogram, gather
 from .partition import GrownTree, Node, split_partition
@@ -114,18 +107,10 @@ class TreeGrower:
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
         self._dummy_hist = np.empty((1, 3))
-        # categorical features (gbfs.categorical) are searched from their rows by their own kernel,
-        # never from a kept or subtracted histogram: the others are "numeric"
-        is_cat = getattr(bin_mapper, "categorical_", None)
-        self._is_cat = is_cat if is_cat is not None and is_cat.any() else None
-        if self._is_cat is not None:
-            self.categorical = np.flatnonzero(is_cat).astype(np.int64)
-            self.numeric = np.flatnonzero(~is_cat).astype(np.int64)
-            self._cat_slot = np.full(d, -1, dtype=np.int64)
-            self._cat_slot[self.categorical] = np.arange(self.categorical.shape[0])
-            self._cat = np.asarray(params.cat_settings, dtype=np.float64)
+        # categorical features have their own search (None: there are none)
+        self.cats = CategoricalSearch.build(bin_mapper, self.features, params)
         self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features,
-                                       exclude=self._is_cat)
+                                       exclude=None if self.cats is None else self.cats.is_cat)
         self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
@@ -267,8 +252,8 @@ class TreeGrower:
         node.bin = np.empty(d, dtype=np.int32)
         node.missing_left = np.empty(d, dtype=np.bool_)
         node.left_sums = np.empty((d, 3), dtype=np.float64)
-        if self._is_cat is not None:
-            node.cat_bits = np.zeros((self.categorical.shape[0], CAT_WORDS), dtype=np.uint32)
+        if self.cats is not None:
+            self.cats.alloc(node)
 
     def _search(self, node, keep=None, features=None) -> None:
         """Best split per feature of ``node`` from its rows (fused build + scan)."""
@@ -284,37 +269,11 @@ class TreeGrower:
         self._score(node)
 
     def _numeric(self, features: np.ndarray) -> np.ndarray:
-        """The numeric ones of ``features`` (all of them: the grower's own array of numeric ones)."""
-        if self._is_cat is None:
-            return features
-        return self.numeric if features is self.features else features[~self._is_cat[features]]
+        return features if self.cats is None else self.cats.numeric_of(features)
 
     def _scan_categorical(self, node, rows, r_ord, h_ord, features) -> None:
-        """Best category sets of the categorical ones of ``features``: from the parent's and the
-        sibling's histograms (``node.cat_hist`` of both holding every categorical feature) when
-        :meth:`_search_children` left them, else from the node's rows."""
-        if self._is_cat is None:
-            return
-        cats = self.categorical if features is self.features else features[self._is_cat[features]]
-        if cats.shape[0] == 0:
-            return
-        p = self.params
-        args = (node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf), p.min_child_weight,
-                p.reg_lambda, self._cat, node.gain, node.bin, node.missing_left, node.left_sums, node.cat_bits)
-        parent, sibling = node.cat_hist if isinstance(node.cat_hist, tuple) else (None, None)
-        if parent is not None and parent.cat_hist is not None and sibling.cat_hist is not None \
-                and cats.shape[0] == self.categorical.shape[0]:
-            node.cat_hist, parent.cat_hist = parent.cat_hist, None
-            subtract_and_scan_categorical(node.cat_hist, sibling.cat_hist, cats, self._cat_slot, self.n_bins,
-                                          *args)
-            return
-        # kept only when it holds every categorical feature (a restricted search scans fewer)
-        node.cat_hist = np.empty((self.categorical.shape[0], MISSING_BIN + 1, 3))
-        kernel = (build_and_scan_categorical_serial if node.count * cats.shape[0] <= SERIAL_WORK
-                  else build_and_scan_categorical)
-        kernel(self._X, rows, r_ord, h_ord, cats, self._cat_slot, self.n_bins, node.cat_hist, *args)
-        if cats.shape[0] < self.categorical.shape[0]:
-            node.cat_hist = None
+        if self.cats is not None:
+            self.cats.scan(self, node, rows, r_ord, h_ord, features)
 
     def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
         self._scan_categorical(node, rows, r_ord, h_ord, features)
@@ -383,8 +342,8 @@ class TreeGrower:
         p = self.params
         self._alloc_split_arrays(large)
         large.searched = features
-        if self._is_cat is not None:
-            subtracts = isinstance(large.cat_hist, tuple) and large.cat_hist[1].cat_hist is not None
+        if self.cats is not None:
+            subtracts = self.cats.subtracts(large)
             rows = (self._no_rows, self._no_h, self._no_h) if subtracts else self.gathered(large)
             self._scan_categorical(large, *rows, features)
         numeric = self._numeric(features)
@@ -407,9 +366,9 @@ class TreeGrower:
         f = node.feature
         b = int(node.bin[f])
         ml = bool(node.missing_left[f])
-        categorical = self._is_cat is not None and self._is_cat[f]
+        categorical = self.cats is not None and self.cats.is_cat[f]
         if categorical:
-            bits = node.cat_bits[self._cat_slot[f]]
+            bits = self.cats.bits(node, f)
             n_left = split_partition_set(self._partition, node.start, node.end, self._X[:, f], bits,
                                          self._buffer)
         else:
@@ -434,8 +393,8 @@ class TreeGrower:
     def _search_children(self, parent, left, right) -> None:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
         small, large = (left, right) if left.count <= right.count else (right, left)
-        if self._is_cat is not None and parent.cat_hist is not None:
-            large.cat_hist = (parent, small)  # large = parent - small, once small has its histogram
+        if self.cats is not None:
+            self.cats.pair(parent, small, large)
         wanted = self.search.child_features(self, self._usage) if parent.hist is not None else None
         if wanted is not None and wanted is not self.features and parent.searched is not self.features \
                 and not np.all(np.isin(wanted, parent.searched, assume_unique=True)):

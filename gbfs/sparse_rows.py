@@ -190,7 +190,8 @@ class SparseRows:
 
     @classmethod
     def build(cls, X_binned: np.ndarray, layout, max_share: float = SPARSE_SHARE,
-              min_features: int = MIN_SPARSE_FEATURES, exclude: np.ndarray | None = None) -> SparseRows | None:
+              min_features: int = MIN_SPARSE_FEATURES,
+              exclude: np.ndarray | None = None) -> SparseRows | None:
         """Index the features of ``X_binned`` with at most ``max_share`` non-default rows;
         ``None`` when fewer than ``min_features`` qualify (or ``max_share`` is 0).  The features
         of the boolean mask ``exclude`` (categorical ones, searched by their own kernel) are in

@@ -99,8 +99,8 @@ def test_the_search_matches_the_naive_lightgbm_algorithm(seed):
     nb = int(rng.choice([2, 3, 4, 8, 30, 120]))
     hf = _hist(rng, nb, float(rng.choice([0, 40])))
     settings = {"cat_smooth": float(rng.choice([0.0, 10.0])), "cat_l2": float(rng.choice([0.0, 10.0])),
-                "max_cat_threshold": int(rng.choice([4, 32])), "min_data_per_group": int(rng.choice([1, 100])),
-                "max_cat_to_onehot": 4}
+                "max_cat_threshold": int(rng.choice([4, 32])),
+                "min_data_per_group": int(rng.choice([1, 100])), "max_cat_to_onehot": 4}
     msl, lam = int(rng.choice([1, 20])), float(rng.choice([0.0, 1.0]))
     (gain, *_), left, _ = _scan(hf, nb, msl=msl, mcw=1e-3, lam=lam, **settings)
     want_gain, want_left = _naive_lightgbm(hf, nb, msl, 1e-3, lam, **settings)
@@ -175,7 +175,8 @@ def test_prediction_maps_values_not_codes():
     m = GBFSClassifier(mu=0.0, n_estimators=10, random_state=0).fit(df, y)
     p = m.predict_proba(df)
     # another frame's categories in another order, or plain strings: the same values, the same scores
-    shuffled = df.assign(city=pd.Categorical(df.city.astype(str), categories=sorted(set(df.city), reverse=True)))
+    reordered = sorted(set(df.city), reverse=True)
+    shuffled = df.assign(city=pd.Categorical(df.city.astype(str), categories=reordered))
     assert np.array_equal(m.predict_proba(shuffled), p)
     assert np.array_equal(m.predict_proba(df.assign(city=df.city.astype(str))), p)
     # an unseen category is predicted as a missing value
@@ -190,8 +191,8 @@ def test_text_columns_listed_as_categorical():
     with pytest.raises(TypeError, match="non-numeric columns \\['city'\\]"):
         GBFSClassifier(n_estimators=2).fit(text, y)
     m = GBFSClassifier(mu=0.0, n_estimators=10, random_state=0, categorical_features=["city", "noise"])
-    assert np.array_equal(m.fit(text, y).predict_proba(text),
-                          GBFSClassifier(mu=0.0, n_estimators=10, random_state=0).fit(df, y).predict_proba(df))
+    auto = GBFSClassifier(mu=0.0, n_estimators=10, random_state=0).fit(df, y)
+    assert np.array_equal(m.fit(text, y).predict_proba(text), auto.predict_proba(df))
 
 
 @pytest.mark.parametrize("spec, error, match", [
