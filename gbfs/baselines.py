@@ -29,9 +29,10 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import envelope
+from . import categorical_input, envelope
 from . import validation as V
 from .callbacks import CallbackEnv, EarlyStopException, early_stopping
+from .categorical_io import categories_from_json, categories_json
 from .metrics import log_loss, roc_auc
 from .model_io import params_json
 from .normaliser import HESSIAN_FLOOR, gain_normaliser
@@ -168,6 +169,9 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     reg_lambda : float, default=0.0
         LightGBM's ``lambda_l2``.
     max_bin : int, default=255
+    categorical_features : "auto", None, list of int or str, or array of bool, default="auto"
+        As GBFSClassifier's (:mod:`gbfs.categorical_input`): these columns reach LightGBM as
+        integer codes with ``categorical_feature``, so it splits them on category sets.
     early_stopping_rounds : int or None, default=None
         Stop when ``val_loss`` has not improved for this many trees and keep the trees up to the best
         iteration (as GBFSClassifier).  Needs ``eval_set``.
@@ -189,7 +193,8 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
 
     def __init__(self, kind="full", *, k=None, mu=0.01, importance_type="split", n_estimators=100,
                  learning_rate=0.1, num_leaves=31, max_depth=-1, min_child_samples=20, reg_lambda=0.0,
-                 max_bin=255, early_stopping_rounds=None, random_state=None, n_threads=None, lgb_params=None):
+                 max_bin=255, categorical_features="auto", early_stopping_rounds=None, random_state=None,
+                 n_threads=None, lgb_params=None):
         self.kind = kind
         self.k = k
         self.mu = mu
@@ -201,6 +206,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.min_child_samples = min_child_samples
         self.reg_lambda = reg_lambda
         self.max_bin = max_bin
+        self.categorical_features = categorical_features
         self.early_stopping_rounds = early_stopping_rounds
         self.random_state = random_state
         self.n_threads = n_threads
@@ -252,6 +258,11 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         return params
 
     def _check_X(self, X, reset: bool, name: str = "X") -> np.ndarray:
+        if reset:
+            self.categorical_features_ = categorical_input.resolve(X, self.categorical_features, name)
+            self.categories_ = categorical_input.fit_categories(X, self.categorical_features_)
+        X = categorical_input.encode(X, getattr(self, "categorical_features_", ()),
+                                     getattr(self, "categories_", []), name)
         V.reject_non_numeric(X, name)
         try:
             return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan",
@@ -328,7 +339,8 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         columns = np.arange(d, dtype=np.int64)
         if self.kind == "topk":
             t0 = time.perf_counter()
-            ranker = lgb.train(params, lgb.Dataset(X, y, params=params), num_boost_round=self.n_estimators)
+            ranked = lgb.Dataset(X, y, params=params, categorical_feature=self._cats(columns))
+            ranker = lgb.train(params, ranked, num_boost_round=self.n_estimators)
             # stable sort of -importance: equal importances keep the lower column index first
             importance = ranker.feature_importance(self.importance_type)
             columns = np.argsort(-importance, kind="stable")[:self.k].astype(np.int64)
@@ -339,7 +351,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         elif self.kind == "cegb":
             params.update(cegb_tradeoff=1.0, cegb_penalty_feature_coupled=[float(self.mu) * n] * d)
         t0 = time.perf_counter()  # binning, timed apart from boosting as GBFSClassifier does
-        train = lgb.Dataset(X, y, params=params).construct()
+        train = lgb.Dataset(X, y, params=params, categorical_feature=self._cats(columns)).construct()
         sets = [(train, y)] + ([] if evals is None else [
             (lgb.Dataset(evals[0], evals[1], reference=train, params=params).construct(), evals[1])])
         t1 = time.perf_counter()
@@ -354,6 +366,10 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         self._set_fitted(booster, columns, recorder.history, recorder.best_iteration)
         self.timings_ = timings
         return self
+
+    def _cats(self, columns: np.ndarray) -> list[int]:
+        """The booster's categorical columns (positions in ``columns``)."""
+        return [j for j, c in enumerate(columns) if c in set(self.categorical_features_.tolist())]
 
     def _set_fitted(self, booster: lgb.Booster, columns: np.ndarray, history: list, best_iteration) -> None:
         self.booster_ = booster
@@ -413,7 +429,8 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
                 "feature_names_in": None if names is None else [str(c) for c in names],
                 "columns": self.columns_.tolist(), "selected_features": self.selected_features_.tolist(),
                 "best_iteration": self.best_iteration_,
-                "booster": self.booster_.model_to_string(num_iteration=-1)}
+                "booster": self.booster_.model_to_string(num_iteration=-1),
+                **({"categorical": categories_json(self)} if len(self.categorical_features_) else {})}
 
     @classmethod
     def _from_model_body(cls, body: dict) -> LightGBMBaseline:
@@ -454,6 +471,9 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
             raise ValueError("columns do not match the booster's features")
         if body["best_iteration"] is not None and not isinstance(body["best_iteration"], int):
             raise ValueError("best_iteration must be an int or null")
+        none = (np.zeros(0, np.int64), [])
+        self.categorical_features_, self.categories_ = (
+            categories_from_json(body["categorical"], d) if "categorical" in body else none)
         self._set_fitted(booster, columns, [], body["best_iteration"])
         if self.selected_features_.tolist() != body["selected_features"]:
             raise ValueError("selected_features do not match the booster's splits")

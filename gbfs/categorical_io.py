@@ -11,7 +11,15 @@ from .binning import BinMapper
 
 def categorical_json(est) -> dict:
     """The ``categorical`` key: the categorical features, their bins' codes, their categories."""
-    bm, features = est._bin_mapper, [int(f) for f in est.categorical_features_]
+    bm = est._bin_mapper
+    out = categories_json(est)
+    out["codes"] = [bm.category_codes_[f].tolist() for f in out["features"]]
+    return out
+
+
+def categories_json(est) -> dict:
+    """``features`` (``categorical_features_``) and ``categories`` (``categories_``) as JSON."""
+    features = [int(f) for f in est.categorical_features_]
     categories = []
     for f, cats in zip(features, est.categories_):
         if cats is None:
@@ -23,8 +31,30 @@ def categorical_json(est) -> dict:
             raise ValueError(f"cannot save the categories of feature {f} ({np.asarray(cats).dtype}) as "
                              "JSON: use string or integer categories")
         categories.append({"dtype": np.asarray(cats).dtype.str, "values": values})
-    return {"features": features, "codes": [bm.category_codes_[f].tolist() for f in features],
-            "categories": categories}
+    return {"features": features, "categories": categories}
+
+
+def categories_from_json(obj, d: int) -> tuple[np.ndarray, list]:
+    """``categorical_features_`` and ``categories_`` from :func:`categories_json`'s keys."""
+    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), list) for k in ("features", "categories")):
+        raise ValueError("categorical must be an object with lists 'features' and 'categories'")
+    features, cats = obj["features"], obj["categories"]
+    if len(features) != len(cats) or len(set(features)) != len(features) or not all(
+            V._is_int(f) and 0 <= f < d for f in features):
+        raise ValueError(f"categorical: 'features' must be distinct indices in [0, {d}), one entry of "
+                         "'categories' each")
+    out = []
+    for f, cat in zip(features, cats):
+        if cat is not None:
+            if not isinstance(cat, dict) or not isinstance(cat.get("values"), list):
+                raise ValueError(f"categorical: categories of feature {f} must be null or "
+                                 "{'dtype', 'values'}")
+            try:
+                cat = np.asarray(cat["values"], dtype=np.dtype(cat["dtype"]))
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"categorical: categories of feature {f}: {e}") from e
+        out.append(cat)
+    return np.asarray(features, dtype=np.int64), out
 
 
 def restore_categorical(est, bm: BinMapper, obj, d: int) -> None:
@@ -34,34 +64,21 @@ def restore_categorical(est, bm: BinMapper, obj, d: int) -> None:
     est.categorical_features_, est.categories_ = np.zeros(0, dtype=np.int64), []
     if obj is None:
         return
-    if not isinstance(obj, dict) or not all(isinstance(obj.get(k), list) for k in ("features", "codes",
-                                                                                  "categories")):
-        raise ValueError("categorical must be an object with lists 'features', 'codes', 'categories'")
-    features, codes, cats = obj["features"], obj["codes"], obj["categories"]
-    if not (len(features) == len(codes) == len(cats)) or not all(
-            V._is_int(f) and 0 <= f < d for f in features) or len(set(features)) != len(features):
-        raise ValueError(f"categorical: 'features' must be distinct indices in [0, {d}), one entry of "
-                         "'codes' and 'categories' each")
+    features, cats = categories_from_json(obj, d)
+    codes = obj.get("codes")
+    if not isinstance(codes, list) or len(codes) != len(features):
+        raise ValueError("categorical: 'codes' must hold one list per categorical feature")
     for f, c, cat in zip(features, codes, cats):
         if not isinstance(c, list) or not 0 < len(c) <= est.max_bins or not all(
                 V._is_int(v) and v >= 0 for v in c) or len(set(c)) != len(c):
             raise ValueError(f"categorical: codes of feature {f} must be 1 to max_bins distinct "
                              "non-negative integers")
+        if cat is not None and max(c) >= cat.shape[0]:
+            raise ValueError(f"categorical: feature {f} has a code without a category")
         bm.categorical_[f] = True
         bm.category_codes_[f] = np.asarray(c, dtype=np.int64)
         bm.n_edges_[f] = len(c) - 1
-        if cat is not None:
-            if not isinstance(cat, dict) or not isinstance(cat.get("values"), list):
-                raise ValueError(f"categorical: categories of feature {f} must be null or "
-                                 "{'dtype', 'values'}")
-            try:
-                cat = np.asarray(cat["values"], dtype=np.dtype(cat["dtype"]))
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"categorical: categories of feature {f}: {e}") from e
-            if max(c) >= cat.shape[0]:
-                raise ValueError(f"categorical: feature {f} has a code without a category")
-        est.categories_.append(cat)
-    est.categorical_features_ = np.asarray(features, dtype=np.int64)
+    est.categorical_features_, est.categories_ = features, cats
 
 
 def check_categorical_trees(trees, bm: BinMapper, what: str = "trees") -> None:

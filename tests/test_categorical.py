@@ -311,3 +311,18 @@ def test_first_tree_equals_lightgbm_on_categorical_data():
     assert sorted(codes[t.cat_left[0]].tolist()) == [int(c) for c in str(root["threshold"]).split("||")]
     assert np.allclose(ours.predict_proba(df[["city", "noise"]])[:, 1],
                        ref.predict_proba(df[["city", "noise"]])[:, 1], atol=1e-6)
+
+
+@pytest.mark.parametrize("kind, kw", [("full", {}), ("topk", {"k": 2}), ("cegb", {"mu": 0.01})])
+def test_the_lightgbm_baselines_split_on_categories(kind, kw, tmp_path):
+    pytest.importorskip("lightgbm")
+    from gbfs.baselines import LightGBMBaseline
+
+    df, y = _frame(n=3000, k=60)
+    b = LightGBMBaseline(kind, n_estimators=15, random_state=0, **kw).fit(df, y)
+    assert b.categorical_features_.tolist() == [0, 2] and "city" in b.selected_feature_names_
+    assert "num_cat=0" not in b.booster_.model_to_string().split("Tree=0")[1].split("Tree=1")[0]
+    b.save_model(tmp_path / "b.json")
+    # the file keeps the categories: values, not another frame's codes, reach the booster
+    text = df.assign(city=df.city.astype(str))
+    assert np.array_equal(load_model(tmp_path / "b.json").predict_proba(text), b.predict_proba(df))
