@@ -353,7 +353,8 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         t0 = time.perf_counter()  # binning, timed apart from boosting as GBFSClassifier does
         train = lgb.Dataset(X, y, params=params, categorical_feature=self._cats(columns)).construct()
         sets = [(train, y)] + ([] if evals is None else [
-            (lgb.Dataset(evals[0], evals[1], reference=train, params=params).construct(), evals[1])])
+            (lgb.Dataset(evals[0], evals[1], reference=train, params=params,
+                         categorical_feature=self._cats(columns)).construct(), evals[1])])
         t1 = time.perf_counter()
         for cb in callbacks:
             if hasattr(cb, "reset"):
@@ -367,9 +368,11 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.timings_ = timings
         return self
 
-    def _cats(self, columns: np.ndarray) -> list[int]:
-        """The booster's categorical columns (positions in ``columns``)."""
-        return [j for j, c in enumerate(columns) if c in set(self.categorical_features_.tolist())]
+    def _cats(self, columns: np.ndarray) -> list[int] | str:
+        """The booster's categorical columns (positions in ``columns``); LightGBM's default "auto"
+        (none, for an array) when there are none."""
+        cats = [j for j, c in enumerate(columns) if c in set(self.categorical_features_.tolist())]
+        return cats or "auto"
 
     def _set_fitted(self, booster: lgb.Booster, columns: np.ndarray, history: list, best_iteration) -> None:
         self.booster_ = booster
