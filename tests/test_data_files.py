@@ -131,8 +131,6 @@ def _error_cases(tmp_path):
     nan_target.loc[[1, 5], "label"] = np.nan
     one_class["label"] = "yes"
     three.loc[:9, "label"] = "maybe"
-    text = table()
-    text["city"] = "Paris"
     return [
         (tmp_path / "absent.csv", "label", None, FileNotFoundError, r"path=.*absent\.csv.*no such file"),
         (ok, "label", tmp_path / "absent.csv", FileNotFoundError, r"test_path=.*no such file"),
@@ -145,8 +143,6 @@ def _error_cases(tmp_path):
         (write(nan_target, tmp_path / "n.csv"), "label", None, ValueError, r"NaN\) in 2 of 200 rows"),
         (write(one_class, tmp_path / "o.csv"), "label", None, ValueError, r"one class only \('yes'\)"),
         (write(three, tmp_path / "t.csv"), "label", None, ValueError, r"3 classes.*binary.*multiclass"),
-        (write(text, tmp_path / "s.csv"), "label", None, ValueError,
-         r"text \(non-numeric\) feature columns \['city'\].*get_dummies.*not supported yet"),
         (ok, "label", write(table().drop(columns="x1").assign(z=1.0), tmp_path / "te.csv"), ValueError,
          r"columns differ.*missing \['x1'\], extra \['z'\]"),
         (ok, "label", write(table(), tmp_path / "te.parquet"), ValueError, r"must have the format of path"),
@@ -158,6 +154,33 @@ def test_each_refused_input_has_its_message(tmp_path, root):
         with pytest.raises(exc, match=message):
             load_dataset("file", path=path, target=target, test_path=test_path, root=root)
     assert not root.exists()                             # nothing refused was cached
+
+
+def test_text_columns_are_categorical(tmp_path, root):
+    train, test = table(), table(seed=1)
+    train["city"] = np.where(np.arange(len(train)) % 3 == 0, "Paris", "Oslo")
+    test["city"] = np.where(np.arange(len(test)) % 4 == 0, "Rome", "Oslo")
+    train.loc[3, "city"] = np.nan
+    train["code"] = np.arange(len(train)) % 5
+    test["code"] = np.arange(len(test)) % 7
+    a, b = write(train, tmp_path / "a.csv"), write(test, tmp_path / "b.csv")
+    ds = load_dataset("file", path=a, target="label", test_path=b, root=root)
+    j = ds.feature_names.index("city")
+    assert ds.categorical == (j,) and ds.categories == (("Oslo", "Paris", "Rome"),)   # train and test levels
+    assert set(np.unique(ds.X_test[:, j])) == {0.0, 2.0}
+    assert np.isnan(np.concatenate([ds.X_train[:, j], ds.X_val[:, j]])).sum() == 1
+    named = files.load(a, "label", test_path=b, root=root, categorical=["city", "code"])
+    assert named.categorical == (j, named.feature_names.index("code")) and named.categories[1] is None
+    again = files.load(a, "label", test_path=b, root=root, categorical=["city", "code"])   # from the cache
+    assert again.categories == named.categories and np.array_equal(again.X_test, named.X_test)
+    with pytest.raises(ValueError, match=r"text \(non-numeric\) feature columns \['city'\].*declare them"):
+        files.load(a, "label", root=root, categorical="none")
+    with pytest.raises(ValueError, match="categorical column 'x0' must hold integer codes"):
+        files.load(a, "label", root=root, categorical=["city", "x0"])
+    with pytest.raises(ValueError, match=r"categorical names columns \['nope'\]"):
+        files.load(a, "label", root=root, categorical=["nope"])
+    with pytest.raises(ValueError, match="categorical must be 'auto', 'none'"):
+        files.load(a, "label", root=root, categorical="some")
 
 
 def test_header_errors_come_before_parsing(csv, root, monkeypatch):
@@ -215,10 +238,13 @@ def test_info_path_prints_what_would_load(tmp_path, csv, root, capsys):
     df = table()
     df["city"], df.loc[0, "x2"] = "Paris", np.nan
     bad = write(df, tmp_path / "bad.csv")
-    assert cli(["info", "--path", str(bad), "--target", "label", "--root", str(root)]) == 1
+    assert cli(["info", "--path", str(bad), "--target", "label", "--root", str(root)]) == 0
+    assert "categorical: city" in capsys.readouterr().out   # a text column is categorical
+    assert cli(["info", "--path", str(bad), "--target", "label", "--root", str(root),
+                "--categorical", "none"]) == 1
     captured = capsys.readouterr()
     assert "text columns: city" in captured.out and "NaN in features: x2 (1)" in captured.out
-    assert captured.err.startswith("error: ") and "get_dummies" in captured.err
+    assert captured.err.startswith("error: ") and "declare them categorical" in captured.err
     assert cli(["info", "--path", str(tmp_path / "absent.csv")]) == 1
     captured = capsys.readouterr()
     assert "no such file" in captured.err and "Traceback" not in captured.err

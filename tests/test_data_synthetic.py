@@ -266,3 +266,20 @@ def test_multitask_each_task_depends_on_its_own_features():
 def test_bad_arguments(make, kwargs, argument):
     with pytest.raises(ValueError, match=f"^{argument}"):
         make(**kwargs)
+
+
+def test_flight_like_categorical_is_the_one_hot_data_collapsed():
+    from gbfs.data.synthetic_flight import flight_like
+
+    hot, cat = flight_like(scale=0.02), flight_like(scale=0.02, categorical=True)
+    assert cat.categorical == tuple(range(6)) and cat.feature_names[6:] == ["DepTime", "Distance"]
+    start = 0
+    for j, levels in enumerate(cat.categories):
+        names = [f"{cat.feature_names[j]}={v}" for v in levels]
+        assert hot.feature_names[start:start + len(levels)] == names
+        codes = cat.X_train[:, j].astype(int)
+        assert np.all(hot.X_train[np.arange(len(codes)), start + codes] == 1.0)
+        start += len(levels)
+    assert np.array_equal(cat.X_test[:, 6:], hot.X_test[:, start:])
+    assert [cat.feature_names[j] for j in cat.relevant] == ["Month", "DayOfWeek", "UniqueCarrier", "Origin",
+                                                            "DepTime"]

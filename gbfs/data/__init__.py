@@ -64,7 +64,9 @@ class Dataset:
     data); ``checksum`` says how the raw files were verified; ``task_*`` are the task ids
     of the multitask datasets (else ``None``), ``task_names`` their names in task-id order.
     ``class_names`` are the values labels 0 and 1 stand for, where known (a data file: its
-    target's two values in sorted order, the positive class 1 last).
+    target's two values in sorted order, the positive class 1 last).  ``categorical`` are the
+    columns holding integer codes of categories (to split on sets of them: the estimators'
+    ``categorical_features``), ``categories`` the category of each code, per such column.
     """
 
     name: str
@@ -85,6 +87,8 @@ class Dataset:
     relevant_per_task: tuple[np.ndarray, ...] | None = None
     task_names: tuple[str, ...] | None = None
     class_names: tuple[str, str] | None = None
+    categorical: tuple[int, ...] = ()
+    categories: tuple[tuple[str, ...], ...] | None = None
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         _check_split(split)
@@ -241,7 +245,8 @@ def _file(val_fraction, seed, scale, root, kwargs) -> Dataset:
     tr, va = split_train_val(y_tr, val_fraction, seed)
     return Dataset(name=files.NAME, X_train=X_tr[tr], y_train=y_tr[tr], X_val=X_tr[va], y_val=y_tr[va],
                    X_test=X_te, y_test=y_te, feature_names=data.feature_names, task="binary",
-                   checksum=data.checksum, source=data.source, class_names=data.class_names)
+                   checksum=data.checksum, source=data.source, class_names=data.class_names,
+                   categorical=data.categorical, categories=data.categories)
 
 
 def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:
@@ -254,7 +259,8 @@ def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:
                         task_names=tuple(f"T{t + 1}" for t in range(int(data.task_train.max()) + 1)))
     return Dataset(name=name, X_train=data.X_train[tr], y_train=data.y_train[tr], X_val=data.X_train[va],
                    y_val=data.y_train[va], X_test=data.X_test, y_test=data.y_test,
-                   feature_names=list(data.feature_names), task=data.task, relevant=data.relevant, **task_ids)
+                   feature_names=list(data.feature_names), task=data.task, relevant=data.relevant,
+                   categorical=data.categorical, categories=data.categories, **task_ids)
 
 
 def _check_split(split):

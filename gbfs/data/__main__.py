@@ -94,7 +94,8 @@ def _listed(items: list, n: int = 10) -> str:
 
 def cmd_info_file(args) -> int:
     """``info --path FILE``: what a data file would load as; status 1 when it would not load."""
-    info = files.describe(args.path, args.target, args.test_path, args.root)
+    categorical = args.categorical if args.categorical in ("auto", "none") else args.categorical.split(",")
+    info = files.describe(args.path, args.target, args.test_path, args.root, categorical)
     print(f"{info['path']}: {info['format']}, {info['rows']} rows, {info['columns']} columns")
     if info["test_path"]:
         print(f"  test file: {info['test_path']}")
@@ -106,6 +107,8 @@ def cmd_info_file(args) -> int:
         negative, positive = info["classes"]
         print(f"  labels: {negative!r} -> 0, {positive!r} -> 1 (the positive class)")
     print(f"  text columns: {_listed(info['text_columns']) or 'none'}")
+    if info.get("categorical") is not None:
+        print(f"  categorical: {_listed(info['categorical']) or 'none'}")
     nan = [f"{k} ({v})" for k, v in info["nan"].items()]
     print(f"  NaN in features: {_listed(nan) if nan else 'none'}")
     print(f"  cache: {info['cache']} ({'exists' if info['cache_exists'] else 'not yet written'})")
@@ -238,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                         ".svm, .libsvm, .txt, .npz) instead of a name")
             p.add_argument("--target", default=None, help="--path: the label column of a CSV or Parquet file")
             p.add_argument("--test-path", default=None, help="--path: its test file (same format, columns)")
+            p.add_argument("--categorical", default="auto",
+                           help="--path: the categorical columns: auto (the text ones), none, or a "
+                                "comma-separated list of names")
     return parser
 
 

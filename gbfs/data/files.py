@@ -4,9 +4,10 @@ Formats, by extension (:data:`FORMATS`):
 
 - ``.csv`` (also ``.csv.gz``) and ``.parquet``: a table whose column ``target`` (required) holds the
   labels; every other column is a feature, named by its header.  Features must be numbers (or
-  booleans); NaN is allowed (the booster handles missing values).  A text column is refused:
-  encode it first (one-hot with ``pandas.get_dummies``, or integer codes); categorical features
-  are not supported yet.
+  booleans); NaN is allowed (the booster handles missing values).  Text columns are categorical
+  features (``categorical="auto"``), coded by their sorted levels (:mod:`gbfs.data.table_encoding`;
+  ``Dataset.categorical`` / ``categories`` say which and what); ``categorical`` may also name the
+  columns (integer-coded ones too), or be ``"none"`` to refuse text columns.
 - LIBSVM (``.svm``, ``.libsvm``, ``.txt``): ``label idx:val ...`` lines read by
   ``sklearn.datasets.load_svmlight_file`` (0- or 1-based indices, detected); features ``f0``,
   ``f1``, ...; the label comes from the file, so ``target`` stays None.
@@ -52,6 +53,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from . import table_encoding
 from .download import sha256_file
 from .formats import FormatError
 from .fsutil import is_not_writable
@@ -67,8 +69,8 @@ FORMATS = {".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet", ".svm": "libs
 #: formats whose labels are a column named by ``target``
 TABLES = ("csv", "parquet")
 #: bump when the arrays cached for the same file change
-CACHE_FORMAT = 1
-_REQUIRED = ("X", "y", "feature_names", "class_names")
+CACHE_FORMAT = 2
+_REQUIRED = ("X", "y", "feature_names", "class_names", "categorical", "category_sizes", "category_levels")
 _SHOWN = 10
 _warned_roots: set[Path] = set()
 
@@ -85,6 +87,8 @@ class FileData:
     class_names: tuple[str, str]
     source: str
     checksum: str
+    categorical: tuple[int, ...] = ()
+    categories: tuple | None = None
 
 
 def file_format(path: str | os.PathLike, argument: str = "path") -> str:
@@ -143,7 +147,7 @@ def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, P
 
 
 def load(path, target: str | None = None, *, test_path=None, test_fraction: float = 0.25, seed: int = 0,
-         root=None) -> FileData:
+         root=None, categorical="auto") -> FileData:
     """Parse (or read from the cache) a data file and split it into train and test.
 
     Parameters
@@ -161,19 +165,23 @@ def load(path, target: str | None = None, *, test_path=None, test_fraction: floa
         Seed of the test split.
     root : path, optional
         Data root of the cache (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``).
+    categorical : "auto", "none" or list of str
+        The categorical columns of a CSV or Parquet file (:mod:`gbfs.data.table_encoding`):
+        its text columns, none, or those named.
 
     Raises
     ------
     FileNotFoundError, ValueError
-        See :func:`check_file` and :func:`encode_labels`; text feature columns, NaN labels, an
-        empty file.
+        See :func:`check_file` and :func:`encode_labels`; text feature columns not declared
+        categorical, NaN labels, an empty file.
     """
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, (int, float)) \
             or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
     path, test, fmt, target = check_file(path, target, test_path)
+    categorical = table_encoding.check_categorical(categorical)
     digests = [sha256_file(path)] + ([] if test is None else [sha256_file(test)])
-    arrays = _cached(path, test, fmt, target, digests, root)
+    arrays = _cached(path, test, fmt, target, digests, root, categorical)
     X, y = arrays["X"], arrays["y"]
     if test is None:
         try:
@@ -190,15 +198,19 @@ def load(path, target: str | None = None, *, test_path=None, test_fraction: floa
     if test is not None:
         checksum += f"; sha256 {digests[1]} of {test} (the test file)"
     return FileData(X_tr, y_tr, X_te, y_te, [str(s) for s in arrays["feature_names"]],
-                    tuple(str(s) for s in arrays["class_names"]), str(path), checksum)
+                    tuple(str(s) for s in arrays["class_names"]), str(path), checksum,
+                    *table_encoding.unpack(arrays))
 
 
-def cache_path(path, target: str | None, test_path, root=None, digests: list[str] | None = None) -> Path:
-    """Where the parsed arrays of ``path`` (with ``target`` and ``test_path``) are cached."""
+def cache_path(path, target: str | None, test_path, root=None, digests: list[str] | None = None,
+               categorical="auto") -> Path:
+    """Where the parsed arrays of ``path`` (with ``target``, ``test_path`` and ``categorical``) are
+    cached."""
     path = Path(path)
     digests = digests or [sha256_file(p) for p in (path, test_path) if p is not None]
+    cat = categorical if isinstance(categorical, str) else list(categorical)
     blob = json.dumps({"format": file_format(path), "target": target, "cache_format": CACHE_FORMAT,
-                       "files": digests}, sort_keys=True)
+                       "files": digests, "categorical": cat}, sort_keys=True)
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", path.name[:len(path.name) - len(_extension(path))]) or "data"
     return data_root(root) / NAME / "prepared" / f"{stem}-{key}.npz"
@@ -232,7 +244,7 @@ def encode_labels(labels: np.ndarray, test_labels: np.ndarray | None = None,
     return np.searchsorted(classes, labels).astype(np.int64), y_test, names
 
 
-def describe(path, target: str | None = None, test_path=None, root=None) -> dict:
+def describe(path, target: str | None = None, test_path=None, root=None, categorical="auto") -> dict:
     """What :func:`load` would load, without caching anything: ``format``, ``rows``, ``columns``,
     ``feature_names``, ``target``, ``classes`` (value -> count), ``text_columns``, ``nan``
     (feature -> count of NaN), ``cache`` (its path, and whether it exists), ``problem`` (the error
@@ -243,7 +255,7 @@ def describe(path, target: str | None = None, test_path=None, root=None) -> dict
         features = [c for c in df.columns if c != target]
         nan = df[features].isna().sum()
         info = {"rows": len(df), "columns": len(df.columns), "feature_names": [str(c) for c in features],
-                "text_columns": _text_columns(df[features]),
+                "text_columns": table_encoding.text_columns(df[features]),
                 "classes": df[target].value_counts(dropna=False).sort_index().to_dict()}
     else:
         X, labels, names = _parse_other(path, fmt)
@@ -251,12 +263,14 @@ def describe(path, target: str | None = None, test_path=None, root=None) -> dict
         values, counts = np.unique(labels, return_counts=True)
         info = {"rows": len(X), "columns": X.shape[1], "feature_names": names, "text_columns": [],
                 "classes": dict(zip(values.tolist(), counts.tolist()))}
-    cache = cache_path(path, target, test, root)
+    categorical = table_encoding.check_categorical(categorical)
+    cache = cache_path(path, target, test, root, categorical=categorical)
     info.update(format=fmt, path=str(path), test_path=None if test is None else str(test), target=target,
                 nan={str(k): int(v) for k, v in nan.items() if v}, cache=str(cache),
                 cache_exists=cache.is_file(), problem=None)
     try:
-        _parse(path, test, fmt, target)
+        parsed = _parse(path, test, fmt, target, categorical)
+        info["categorical"] = [info["feature_names"][j] for j in parsed["categorical"]]
     except (ValueError, FormatError) as exc:
         info["problem"] = str(exc)
     return info
@@ -298,12 +312,9 @@ def _read_table(path: Path, fmt: str) -> pd.DataFrame:
     return df
 
 
-def _text_columns(df: pd.DataFrame) -> list[str]:
-    return [c for c in df.columns if not pd.api.types.is_numeric_dtype(df[c])]
-
-
 def _table(path: Path, fmt: str, target: str, columns: list[str] | None = None):
-    """``(X, labels, feature_names)`` of a CSV or Parquet file, its columns in the order ``columns``."""
+    """``(features, labels, feature_names)`` of a CSV or Parquet file (``features`` a frame), its
+    columns in the order ``columns``."""
     df = _read_table(path, fmt)
     if columns is not None:
         df = df[columns]
@@ -317,17 +328,7 @@ def _table(path: Path, fmt: str, target: str, columns: list[str] | None = None):
     features = [c for c in df.columns if c != target]
     if not features:
         raise ValueError(f"{path}: no feature columns besides the target {target!r}")
-    text = _text_columns(df[features])
-    if text:
-        example = df[text[0]].dropna()
-        seen = f" (e.g. {example.iloc[0]!r} in {text[0]!r})" if len(example) else ""
-        raise ValueError(f"{path}: text (non-numeric) feature columns {text[:_SHOWN]}"
-                         f"{' ...' if len(text) > _SHOWN else ''}{seen}; encode them as numbers first, "
-                         f"e.g. one-hot with pandas.get_dummies(df, columns=[...]) or integer codes "
-                         f"(df[col].astype('category').cat.codes); categorical features are not "
-                         f"supported yet")
-    X = df[features].to_numpy(dtype=np.float32, na_value=np.nan)
-    return X, df[target].to_numpy(), features
+    return df[features], df[target].to_numpy(), features
 
 
 def _parse_other(path: Path, fmt: str):
@@ -350,9 +351,11 @@ def _parse_other(path: Path, fmt: str):
     return X.toarray(), labels, [f"f{j}" for j in range(X.shape[1])]
 
 
-def _parse(path: Path, test: Path | None, fmt: str, target: str | None) -> dict:
+def _parse(path: Path, test: Path | None, fmt: str, target: str | None, categorical="auto") -> dict:
     """The arrays cached for ``path`` (and ``test``): ``X``, ``y``, ``feature_names``,
-    ``class_names`` (and ``X_test``, ``y_test``)."""
+    ``class_names``, the categorical columns (:func:`gbfs.data.table_encoding.pack`) (and
+    ``X_test``, ``y_test``)."""
+    cats: tuple = ([], [])
     if fmt == "libsvm" and test is not None:
         from sklearn.datasets import load_svmlight_files
 
@@ -362,9 +365,10 @@ def _parse(path: Path, test: Path | None, fmt: str, target: str | None) -> dict:
             raise FormatError(f"{path}, {test}: not LIBSVM files ({exc})") from exc
         X, X_te, names = X.toarray(), X_te.toarray(), [f"f{j}" for j in range(X.shape[1])]
     elif fmt in TABLES:
-        X, labels, names = _table(path, fmt, target)
-        X_te, labels_te, _ = (None, None, None) if test is None else _table(test, fmt, target,
+        F, labels, names = _table(path, fmt, target)
+        F_te, labels_te, _ = (None, None, None) if test is None else _table(test, fmt, target,
                                                                            [target, *names])
+        X, X_te, *cats = table_encoding.encode(F, F_te, categorical, path)
     else:
         X, labels, names = _parse_other(path, fmt)
         X_te, labels_te, test_names = (None, None, None) if test is None else _parse_other(test, fmt)
@@ -375,7 +379,8 @@ def _parse(path: Path, test: Path | None, fmt: str, target: str | None) -> dict:
     where = f"the target of {path}" + ("" if test is None else f" and {test}")
     y, y_te, class_names = encode_labels(labels, labels_te, where)
     out = {"X": np.ascontiguousarray(X, dtype=np.float32), "y": y,
-           "feature_names": np.array(names, dtype=str), "class_names": np.array(class_names, dtype=str)}
+           "feature_names": np.array(names, dtype=str), "class_names": np.array(class_names, dtype=str),
+           **table_encoding.pack(*cats)}
     if test is not None:
         out.update(X_test=np.ascontiguousarray(X_te, dtype=np.float32), y_test=y_te)
     return out
@@ -393,15 +398,16 @@ def _label_values(labels: np.ndarray) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- cache
 
-def _cached(path: Path, test: Path | None, fmt: str, target: str | None, digests: list[str], root) -> dict:
+def _cached(path: Path, test: Path | None, fmt: str, target: str | None, digests: list[str], root,
+            categorical="auto") -> dict:
     """The arrays of :func:`_parse`, from the verified cache or parsed (and cached if possible)."""
-    target_path = cache_path(path, target, test, root, digests)
+    target_path = cache_path(path, target, test, root, digests, categorical)
     if target_path.is_file():
         arrays, reason = _read_cache(target_path, test is not None)
         if arrays is not None:
             return arrays
         warnings.warn(f"{reason}; rebuilding it from {path}", RuntimeWarning, stacklevel=3)
-    arrays = _parse(path, test, fmt, target)
+    arrays = _parse(path, test, fmt, target, categorical)
     try:
         write_npz_atomic(target_path, arrays)
     except OSError as exc:

@@ -210,6 +210,35 @@ def encode_flight(train: pd.DataFrame, test: pd.DataFrame):
     return X_tr, _yn_labels(train, "train"), X_te, _yn_labels(test, "test"), names
 
 
+def encode_flight_categorical(train: pd.DataFrame, test: pd.DataFrame):
+    """The Flight columns before one-hot: each categorical column as the integer codes of its levels
+    (fitted on train and test together, in natural order, as :func:`encode_flight`'s columns),
+    then ``DepTime`` and ``Distance``.
+
+    Returns
+    -------
+    X_train, y_train, X_test, y_test : float32 and int64 arrays
+    feature_names : list of str
+        The column names.
+    categories : tuple of tuple of str
+        The levels of each categorical column (code ``k`` is ``categories[j][k]``).
+    """
+    X_tr, y_tr, X_te, y_te, onehot = encode_flight(train, test)
+    n_cat = len(FLIGHT_CATEGORICAL)
+    categories = tuple(tuple(n.split("=", 1)[1] for n in onehot if n.split("=", 1)[0] == col)
+                       for col in FLIGHT_CATEGORICAL)
+    starts = np.cumsum([0] + [len(c) for c in categories])
+
+    def collapse(X):
+        out = np.empty((len(X), n_cat + len(FLIGHT_NUMERIC)), dtype=np.float32)
+        for j in range(n_cat):   # each row has exactly one 1 among a column's levels
+            out[:, j] = np.argmax(X[:, starts[j]:starts[j + 1]], axis=1)
+        out[:, n_cat:] = X[:, starts[-1]:]
+        return out
+
+    return collapse(X_tr), y_tr, collapse(X_te), y_te, [*FLIGHT_CATEGORICAL, *FLIGHT_NUMERIC], categories
+
+
 def _one_hot(codes: np.ndarray, df: pd.DataFrame, width: int, n_onehot: int, label: str) -> np.ndarray:
     X = np.zeros((len(df), width), dtype=np.float32)
     X[np.arange(len(df))[:, None], codes] = 1.0

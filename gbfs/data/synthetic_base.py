@@ -40,6 +40,10 @@ class SyntheticData:
         Multitask only: the task id of each row.
     relevant_per_task : tuple of ndarray or None
         Multitask only: sorted relevant columns of each task.
+    categorical : tuple of int
+        Columns holding integer codes of categories (split on sets of categories).
+    categories : tuple of tuple of str or None
+        The category of each code, per categorical column.
     """
 
     X_train: np.ndarray
@@ -52,6 +56,8 @@ class SyntheticData:
     task_train: np.ndarray | None = None
     task_test: np.ndarray | None = None
     relevant_per_task: tuple[np.ndarray, ...] | None = None
+    categorical: tuple[int, ...] = ()
+    categories: tuple[tuple[str, ...], ...] | None = None
 
 
 def check_positive(name: str, value: object) -> float:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from gbfs.data.formats import encode_flight
+from gbfs.data.formats import encode_flight, encode_flight_categorical
 from gbfs.data.synthetic_base import SyntheticData, check_positive, check_seed, child, finish, n_rows, streams
 
 # The carriers of the 2005-2006 flights benchm-ml samples from
@@ -145,7 +145,7 @@ def flight_frames(scale: float = 1.0, random_state: int = 0) -> tuple[pd.DataFra
     return train, test
 
 
-def flight_like(scale: float = 1.0, random_state: int = 0) -> SyntheticData:
+def flight_like(scale: float = 1.0, random_state: int = 0, categorical: bool = False) -> SyntheticData:
     """Stand-in of benchm-ml's Flight delay data: 100 000 + 100 000 rows, about 634 one-hot columns.
 
     Columns as in benchm-ml: Month, DayofMonth, DayOfWeek ("c-1", ...; from real 2005 dates),
@@ -162,13 +162,26 @@ def flight_like(scale: float = 1.0, random_state: int = 0) -> SyntheticData:
     scale : float
         Multiplies the row counts (at least 50 rows per split).
     random_state : int
+    categorical : bool
+        Keep the eight columns before one-hot encoding: the six categorical ones as integer codes
+        of their levels (:func:`gbfs.data.formats.encode_flight_categorical`; ``categorical`` and
+        ``categories`` of the result say which and what), for categorical splits.  ``relevant``
+        then holds the 5 columns the signal depends on.
 
     Returns
     -------
     SyntheticData
-        ``task == "binary"``; names like ``"UniqueCarrier=AA"``, then ``"DepTime"``, ``"Distance"``.
+        ``task == "binary"``; names like ``"UniqueCarrier=AA"``, then ``"DepTime"``, ``"Distance"``
+        (with ``categorical``: the column names).
     """
+    if not isinstance(categorical, bool):
+        raise TypeError(f"categorical must be true or false, got {categorical!r}")
     model, train, test = _generate(scale, random_state)
+    if categorical:
+        X_train, y_train, X_test, y_test, names, levels = encode_flight_categorical(train, test)
+        relevant = sorted({names.index(n.split("=")[0]) for n in _relevant_names(model)})
+        return finish(X_train, y_train, X_test, y_test, names, np.array(relevant), "binary",
+                      categorical=tuple(range(len(levels))), categories=levels)
     X_train, y_train, X_test, y_test, names = encode_flight(train, test)
     index = {name: j for j, name in enumerate(names)}
     relevant = [index[name] for name in _relevant_names(model) if name in index]
