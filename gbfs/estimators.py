@@ -169,7 +169,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like, DataFrame or scipy.sparse matrix of shape (n_samples, n_features)
-            Numeric features; NaN is allowed (it has its own bin), +-inf is not.  A sparse
+            Numeric features; NaN is allowed (it has its own bin), +-inf is not.  Categorical
+            columns (``categorical_features``: a DataFrame's pandas ``category`` columns by
+            default) are split on sets of categories (:mod:`gbfs.categorical`).  A sparse
             matrix is binned column by column without densifying it (implicit entries are
             zeros); mostly-zero columns are then built row-wise (:mod:`gbfs.sparse_rows`).
         y : array-like of shape (n_samples,)
