@@ -91,6 +91,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         criterion=V.check_choice("criterion", est.criterion, V.CRITERIA),
         leaf_estimate=V.check_choice("leaf_estimate", est.leaf_estimate, V.LEAF_ESTIMATES),
         growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
+        eval_at=V.check_int("eval_at", getattr(est, "eval_at", 10), 1),
         stop_when_full=bool(est.refit) and not METHODS[method].ranks,
         selection_patience=None if METHODS[method].ranks else est.selection_patience)
 

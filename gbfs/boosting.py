@@ -16,7 +16,7 @@ import numpy as np
 from .callbacks import CallbackEnv, EarlyStopException, reset_all
 from .feature_search import FeatureSearch
 from .grower import GrowthParams
-from .loss import LOSSES
+from .loss import loss_for
 from .metrics import rmse, roc_auc
 from .penalty import Usage
 from .tree import PackedEnsemble, Tree
@@ -39,6 +39,9 @@ class BoostingParams:
     # not grown for ``selection_patience`` trees: its trees are discarded, only the selection is kept
     stop_when_full: bool = False
     selection_patience: int | None = None
+    # ranking (loss "lambdarank"): the training rows' query offsets, and the k of NDCG@k
+    query: np.ndarray | None = None
+    eval_at: int = 10
 
 
 @dataclass
@@ -50,11 +53,12 @@ class BoostingResult:
 
 
 class Evaluator:
-    """Running raw scores of one data set and its metrics (``{name}_loss``, ``_auc``, ``_rmse``)."""
+    """Running raw scores of one data set and its metrics (``{name}_loss``, ``_auc``, ``_rmse``;
+    a ranking loss's ``_ndcg@k`` and ``_mrr``)."""
 
-    def __init__(self, name: str, X_binned: np.ndarray, y: np.ndarray, init_score: float, loss_name: str):
+    def __init__(self, name: str, X_binned: np.ndarray, y: np.ndarray, init_score: float, loss):
         self.name, self.X_binned, self.y = name, X_binned, y
-        self.loss = LOSSES[loss_name]
+        self.loss = loss
         self.raw = np.full(y.shape[0], init_score, dtype=np.float64)
 
     def add_tree(self, tree: Tree) -> None:
@@ -64,6 +68,9 @@ class Evaluator:
         rec[f"{self.name}_loss"] = self.loss.loss(self.y, self.raw)
         if self.loss.name == "logistic":
             rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
+        if hasattr(self.loss, "metrics"):
+            rec.update({f"{self.name}_{k}": v for k, v in self.loss.metrics(self.y, self.raw).items()})
+            return
         # for classifiers the RMSE of the predicted probabilities: the GT-GBM paper's Table 3 /
         # Figure 2 metric
         rec[f"{self.name}_rmse"] = rmse(self.y, self.loss.inverse_link(self.raw))
@@ -80,7 +87,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
     bin_mapper : fitted BinMapper
     usage : Usage
         Omega with mu, costs, bags and budget; updated in place.
-    evals : sequence of (name, X_binned, y)
+    evals : sequence of (name, X_binned, y) or, for ranking, (name, X_binned, y, query offsets)
         Validation sets scored after every tree.
     callbacks : sequence of callables receiving a CallbackEnv
     model : object passed to callbacks as ``env.model``
@@ -90,9 +97,10 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
         Source of the row sampler's draws.
     """
     step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng)
-    train = Evaluator("train", X_binned, y, step.init_score, params.loss)
+    train = Evaluator("train", X_binned, y, step.init_score, step.loss)
     train.raw = step.raw  # train scores are updated through the partition, not re-predicted
-    evaluators = [Evaluator(name, Xb, yv, step.init_score, params.loss) for name, Xb, yv in evals]
+    evaluators = [Evaluator(name, Xb, yv, step.init_score, loss_for(params, *extra))
+                  for name, Xb, yv, *extra in evals]
     trees, history = [], []
     best_iteration = None
     reset_all(callbacks)

@@ -39,7 +39,7 @@ class _Prepared:
 
     X_binned: np.ndarray
     y: np.ndarray
-    evals: list  # (name, X_binned, y)
+    evals: list  # (name, X_binned, y) or, ranking, (name, X_binned, y, query offsets)
     bin_mapper: BinMapper
     costs: np.ndarray | None
     bags: np.ndarray | None
@@ -49,6 +49,7 @@ class _Prepared:
     callbacks: list
     inputs: dict  # n_features_in_, feature_names_in_, classes_
     timings: dict
+    query: np.ndarray | None = None  # ranking: the training rows' query offsets
 
 
 class _GBFSBase(SelectorMixin, BaseEstimator):
@@ -222,8 +223,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed),
                                    self._categorical_mask(d)).fit(X)
             X_binned = bin_mapper.transform(X)
-            named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv)
-                     for k, (Xv, yv) in enumerate(evals)]
+            named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv, *extra)
+                     for k, (Xv, yv, *extra) in enumerate(evals)]
             t1 = time.perf_counter()
             tester = None
             if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
@@ -233,13 +234,18 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         inputs = {k: getattr(self, k) for k in ("n_features_in_", "feature_names_in_", "classes_",
                                                 "categorical_features_", "categories_") if hasattr(self, k)}
         return _Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
-                         {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1})
+                         {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1},
+                         self._query(X.shape[0]))
+
+    def _query(self, n_rows: int) -> np.ndarray | None:
+        """The training rows' query offsets (a ranker's); None for pointwise losses."""
+        return None
 
     def _fit_prepared(self, prep: _Prepared, selection=None, selection_history=None):
         """Fit on prepared data.  With ``selection`` (refit mode or ``"topk"``), skip the selection
         fit and refit on those features: a selection path computes selections once for many
         budgets and hands each model its own."""
-        params = self._validate_params()
+        params = dataclasses.replace(self._validate_params(), query=prep.query)
         self._reset_fitted()
         for k, v in prep.inputs.items():
             setattr(self, k, v)
@@ -291,7 +297,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         ``plain``: an unpenalised fit on every feature whatever the method (GBDT-topK's ranking
         fit), with no budget and no early end of the selection.
         """
-        params = self._validate_params() if params is None else params
+        if params is None:
+            params = dataclasses.replace(self._validate_params(), query=prep.query)
         plain = plain or METHODS[params.method].ranks
         usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(self.mu), prep.costs, prep.bags,
                              None if plain else self.max_features)

@@ -99,4 +99,20 @@ class SquaredLoss:
         return raw
 
 
+def _lambdarank():
+    from .ranking import LambdaRankLoss
+
+    return LambdaRankLoss
+
+
 LOSSES = {LogisticLoss.name: LogisticLoss, SquaredLoss.name: SquaredLoss}
+#: losses whose rows come in query groups (an instance per data set: :func:`loss_for`)
+QUERY_LOSSES = {"lambdarank": _lambdarank}
+
+
+def loss_for(params, offsets=None):
+    """The loss of a fit's ``params`` (a :class:`gbfs.boosting.BoostingParams`): the class of a
+    pointwise loss, or a ranking loss on ``offsets`` (default: the training queries, ``params.query``)."""
+    if params.loss in QUERY_LOSSES:
+        return QUERY_LOSSES[params.loss]()(params.query if offsets is None else offsets, params.eval_at)
+    return LOSSES[params.loss]

@@ -45,10 +45,10 @@ def boost_multitask(tasks: list[TaskData], bin_mapper, params: BoostingParams, u
     steps = [TreeStep(t.X_binned, t.y, bin_mapper, params, t.search, t.sample_rng) for t in tasks]
     train = []
     for step, t in zip(steps, tasks):
-        ev = Evaluator("train", t.X_binned, t.y, step.init_score, params.loss)
+        ev = Evaluator("train", t.X_binned, t.y, step.init_score, step.loss)
         ev.raw = step.raw  # updated through the partition, not re-predicted
         train.append(ev)
-    evals = [[Evaluator(name, Xb, yv, step.init_score, params.loss) for name, Xb, yv in t.evals]
+    evals = [[Evaluator(name, Xb, yv, step.init_score, step.loss) for name, Xb, yv in t.evals]
              for step, t in zip(steps, tasks)]
     trees: list[list] = [[] for _ in tasks]
     history: list[dict] = []

@@ -73,9 +73,9 @@ def refit(X_binned: np.ndarray, y: np.ndarray, bin_mapper, columns: np.ndarray, 
     def sub(Xb):  # the selected columns, Fortran-ordered as the histogram kernels read them
         return np.asfortranarray(Xb[:, columns])
 
+    evals = [(name, sub(Xb), yv, *extra) for name, Xb, yv, *extra in evals]   # ranking: + query offsets
     result = boost(sub(X_binned), y, bin_mapper.subset(columns), refit_params(params),
-                   FeatureUsage(columns.shape[0], 0.0), [(name, sub(Xb), yv) for name, Xb, yv in evals],
-                   callbacks, model=model, sample_rng=sample_rng)
+                   FeatureUsage(columns.shape[0], 0.0), evals, callbacks, model=model, sample_rng=sample_rng)
     for t in result.trees:
         inner = t.feature >= 0
         t.feature[inner] = columns[t.feature[inner]].astype(t.feature.dtype)

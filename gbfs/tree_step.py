@@ -19,7 +19,7 @@ from numba import njit, prange
 from ._types import MAX_TARGET_SCALE
 from .feature_search import FeatureSearch
 from .grower import TreeGrower
-from .loss import LOSSES
+from .loss import loss_for
 from .methods import METHODS
 from .normaliser import HESSIAN_FLOOR, root_sse, sum_g2_over_h, tree_normaliser, weighted_newton_sums
 from .penalty import Usage
@@ -44,7 +44,7 @@ class TreeStep:
     def __init__(self, X_binned: np.ndarray, y: np.ndarray, bin_mapper, params,
                  search: FeatureSearch | None = None, sample_rng: np.random.Generator | None = None):
         self.X_binned, self.y, self.params, self.sample_rng = X_binned, y, params, sample_rng
-        self.loss = LOSSES[params.loss]
+        self.loss = loss_for(params)
         self.method = METHODS[params.method]
         n = y.shape[0]
         self.init_score = self.loss.init_score(y)
