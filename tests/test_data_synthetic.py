@@ -35,7 +35,7 @@ def _check_layout(data: SyntheticData) -> None:
     for X, y in ((data.X_train, data.y_train), (data.X_test, data.y_test)):
         assert X.dtype == np.float32 and X.flags.c_contiguous
         assert X.shape == (len(y), len(data.feature_names))
-        assert y.dtype == (np.int64 if data.task == "binary" else np.float64)
+        assert y.dtype == (np.int64 if data.task in ("binary", "ranking") else np.float64)
     assert data.relevant.dtype == np.int64
     assert np.all(np.diff(data.relevant) > 0)
 
@@ -46,7 +46,8 @@ def gisette():
 
 
 def test_registry():
-    assert set(GENERATORS) == {"gisette_like", "epsilon_like", "flight_like", "figure1", "multitask"}
+    assert set(GENERATORS) == {"gisette_like", "epsilon_like", "flight_like", "figure1", "multitask",
+                               "ranking_like"}
     assert GENERATORS["gisette_like"] is gisette_like
 
 

@@ -67,6 +67,8 @@ class Dataset:
     target's two values in sorted order, the positive class 1 last).  ``categorical`` are the
     columns holding integer codes of categories (to split on sets of them: the estimators'
     ``categorical_features``), ``categories`` the category of each code, per such column.
+    ``group_*`` are the query sizes of a ranking dataset (``task == "ranking"``; whole queries go
+    to validation).
     """
 
     name: str
@@ -89,6 +91,9 @@ class Dataset:
     class_names: tuple[str, str] | None = None
     categorical: tuple[int, ...] = ()
     categories: tuple[tuple[str, ...], ...] | None = None
+    group_train: np.ndarray | None = None
+    group_val: np.ndarray | None = None
+    group_test: np.ndarray | None = None
 
     def split(self, split: str) -> tuple[np.ndarray, np.ndarray]:
         _check_split(split)
@@ -249,8 +254,23 @@ def _file(val_fraction, seed, scale, root, kwargs) -> Dataset:
                    categorical=data.categorical, categories=data.categories)
 
 
+def split_queries(sizes: np.ndarray, val_fraction: float = 0.2, seed: int = 0):
+    """Seeded (train rows, val rows, train sizes, val sizes): whole queries held out, in order."""
+    q_tr, q_va = train_test_split(np.arange(len(sizes)), test_size=val_fraction, random_state=seed)
+    q_tr, q_va = np.sort(q_tr), np.sort(q_va)
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    rows = [np.concatenate([np.arange(starts[q], starts[q + 1]) for q in qs]) for qs in (q_tr, q_va)]
+    return rows[0], rows[1], np.asarray(sizes)[q_tr], np.asarray(sizes)[q_va]
+
+
 def _synthetic(name, val_fraction, seed, scale, kwargs) -> Dataset:
     data = GENERATORS[name](scale=scale, random_state=seed, **kwargs)
+    if data.group_train is not None:
+        tr, va, g_tr, g_va = split_queries(data.group_train, val_fraction, seed)
+        return Dataset(name=name, X_train=data.X_train[tr], y_train=data.y_train[tr], X_val=data.X_train[va],
+                       y_val=data.y_train[va], X_test=data.X_test, y_test=data.y_test,
+                       feature_names=list(data.feature_names), task=data.task, relevant=data.relevant,
+                       group_train=g_tr, group_val=g_va, group_test=data.group_test)
     tr, va = split_train_val(data.y_train, val_fraction, seed, groups=data.task_train)
     task_ids = {}
     if data.task_train is not None:

@@ -25,6 +25,7 @@ from gbfs.data.synthetic_base import (
 )
 from gbfs.data.synthetic_flight import flight_frames, flight_like
 from gbfs.data.synthetic_multitask import multitask
+from gbfs.data.synthetic_ranking import ranking_like
 
 __all__ = ["GENERATORS", "PAPER_SHAPES", "SyntheticData", "epsilon_like", "figure1", "flight_frames",
            "flight_like", "gisette_like", "make_figure1_regression", "make_sparse_classification",
@@ -291,4 +292,5 @@ GENERATORS: dict[str, Callable[..., SyntheticData]] = {
     "flight_like": flight_like,
     "figure1": figure1,
     "multitask": multitask,
+    "ranking_like": ranking_like,
 }

@@ -44,6 +44,8 @@ class SyntheticData:
         Columns holding integer codes of categories (split on sets of categories).
     categories : tuple of tuple of str or None
         The category of each code, per categorical column.
+    group_train, group_test : ndarray of int64 or None
+        Ranking only (``task == "ranking"``): the sizes of the consecutive query groups.
     """
 
     X_train: np.ndarray
@@ -58,6 +60,8 @@ class SyntheticData:
     relevant_per_task: tuple[np.ndarray, ...] | None = None
     categorical: tuple[int, ...] = ()
     categories: tuple[tuple[str, ...], ...] | None = None
+    group_train: np.ndarray | None = None
+    group_test: np.ndarray | None = None
 
 
 def check_positive(name: str, value: object) -> float:
@@ -124,7 +128,7 @@ def draw_rows(n: int, width: int, seq: np.random.SeedSequence,
 def finish(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
            feature_names: list[str], relevant: np.ndarray, task: str, **multitask) -> SyntheticData:
     """A ``SyntheticData`` with the documented dtypes and layouts enforced in one place."""
-    y_dtype = np.int64 if task == "binary" else np.float64
+    y_dtype = np.int64 if task in ("binary", "ranking") else np.float64
     return SyntheticData(
         X_train=np.ascontiguousarray(X_train, dtype=np.float32),
         y_train=np.asarray(y_train, dtype=y_dtype),
