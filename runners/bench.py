@@ -1,6 +1,7 @@
 """Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|load|...``).
 
-``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``categorical`` in :mod:`runners.bench_categorical`, ``data`` in
+``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``categorical`` in
+:mod:`runners.bench_categorical`, ``ranking`` in :mod:`runners.bench_ranking`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
 :mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``load`` (one fit
 in a fresh process, quiet vs next to a CPU burner) and the shapes of ``core`` in
@@ -57,6 +58,7 @@ from runners import (
     bench_data,
     bench_gtgbm,
     bench_multitask,
+    bench_ranking,
     bench_sampling,
     bench_selection,
     bench_shapes,
@@ -322,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_selection.add_parser(sub)
     bench_multitask.add_parser(sub)
     bench_categorical.add_parser(sub)
+    bench_ranking.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 

@@ -142,3 +142,17 @@ def test_ranker_errors_name_the_argument():
     with pytest.raises(ValueError, match="eval_at"):
         GBFSRanker(n_estimators=2, eval_at=0).fit(X, y, g)
     assert GBFSRanker().get_params()["criterion"] == "newton" and "eval_at" in GBFSRanker().get_params()
+
+
+@pytest.mark.slow
+def test_the_ranking_benchmark_runs(tmp_path):
+    from runners.bench import main
+
+    out = tmp_path / "ranking.json"
+    assert main(["ranking", "--scale", "0.05", "--trees", "10", "--mu-grid", "0.01", "--gbfs-mu-grid", "10",
+                 "--out", str(out)]) == 0
+    import json
+
+    result = json.loads(out.read_text())
+    assert set(result["rows"]) == {"lightgbm", "ours", "gbfs", "agbm", "gtgbm", "gbdt_topk"}
+    assert {"ndcg@10_gap_pt", "mrr_gap_pt", "agbm"} <= set(result["verdicts"])
