@@ -46,8 +46,8 @@ def gisette():
 
 
 def test_registry():
-    assert set(GENERATORS) == {"gisette_like", "epsilon_like", "flight_like", "figure1", "multitask",
-                               "ranking_like"}
+    assert set(GENERATORS) == {"gisette_like", "epsilon_like", "flight_like", "flight_like_categorical",
+                               "figure1", "multitask", "ranking_like"}
     assert GENERATORS["gisette_like"] is gisette_like
 
 

@@ -23,7 +23,7 @@ from gbfs.data.synthetic_base import (
     n_rows,
     streams,
 )
-from gbfs.data.synthetic_flight import flight_frames, flight_like
+from gbfs.data.synthetic_flight import flight_frames, flight_like, flight_like_categorical
 from gbfs.data.synthetic_multitask import multitask
 from gbfs.data.synthetic_ranking import ranking_like
 
@@ -290,6 +290,7 @@ GENERATORS: dict[str, Callable[..., SyntheticData]] = {
     "gisette_like": gisette_like,
     "epsilon_like": epsilon_like,
     "flight_like": flight_like,
+    "flight_like_categorical": flight_like_categorical,
     "figure1": figure1,
     "multitask": multitask,
     "ranking_like": ranking_like,

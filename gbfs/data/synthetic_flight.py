@@ -186,3 +186,9 @@ def flight_like(scale: float = 1.0, random_state: int = 0, categorical: bool = F
     index = {name: j for j, name in enumerate(names)}
     relevant = [index[name] for name in _relevant_names(model) if name in index]
     return finish(X_train, y_train, X_test, y_test, names, np.array(relevant), "binary")
+
+
+def flight_like_categorical(scale: float = 1.0, random_state: int = 0) -> SyntheticData:
+    """:func:`flight_like` before one-hot encoding (``categorical=True``): six categorical columns
+    as integer codes, then DepTime and Distance."""
+    return flight_like(scale, random_state, categorical=True)
