@@ -2,7 +2,7 @@
 
 Shared by :mod:`runners.run` (one fit) and :mod:`runners.tune` (one fit per trial, then a refit).
 Nothing here talks to MLflow except :func:`log_outcome`, which logs one fitted model under the
-metric names every method shares.
+metric names every method shares (and through :mod:`runners.mlflow_native` its data and model).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gbfs import GBFSClassifier, sampling
 from gbfs.data import Dataset, files, load_dataset
 from gbfs.data.synthetic import GENERATORS
 from gbfs.metrics import log_loss, rmse, roc_auc
-from runners import multitask_eval, multitask_variants, tracking
+from runners import mlflow_native, multitask_eval, multitask_variants, tracking
 from runners.figures import correlation_heatmap
 
 
@@ -372,8 +372,10 @@ def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True) -
     return Outcome(est, metrics, list(est.history_), selected, [ds.feature_names[j] for j in selected])
 
 
-def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) -> None:
-    """Log metrics, per-iteration curves and artifacts of one fitted model to the active run."""
+def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True, *, cfg: DictConfig) -> None:
+    """Log metrics, per-iteration curves and artifacts of one fitted model to the active run; its
+    data splits as dataset inputs and the model as an MLflow model (:mod:`runners.mlflow_native`)."""
+    mlflow_native.log_inputs(run_id, cfg, ds)
     if ds.relevant is not None:
         mlflow.set_tag("n_relevant", str(len(ds.relevant)))
     tracking.log_curves(run_id, out.history)
@@ -392,6 +394,7 @@ def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True) ->
             model_path = Path(tmp) / "model.json"
             out.model.save_model(model_path)
             mlflow.log_artifact(str(model_path))
+            mlflow_native.log_model(cfg, out.model, ds, model_path, step=len(out.history))
         if heatmap:
             png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names,
                                       Path(tmp) / "correlations.png")

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import json
+from pathlib import Path
 from typing import Any
 
 from hydra.experimental.callback import Callback
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from runners import tracking
+from runners import mlflow_native, tracking
 
 #: the launcher plugins that ``conf/hydra/launcher`` configs name without requiring them to compose:
 #: the package of each, the modules it needs, and the extra of pyproject.toml that installs them
@@ -62,8 +64,10 @@ class InitMLflowStore(Callback):
             tracking.check_uri(config.tracking.uri)
         except ValueError as err:
             raise SystemExit(str(err)) from err
-        tracking.init_store(config.tracking.uri, config.tracking.experiment,
-                            config.tracking.get("artifact_location"))
+        exp_id = tracking.init_store(config.tracking.uri, config.tracking.experiment,
+                                     config.tracking.get("artifact_location"))
+        # its UI tags too, so that parallel jobs find them set and write none
+        mlflow_native.configure_ui(exp_id, MlflowClient(tracking_uri=config.tracking.uri))
 
 
 class InitOptunaStorage(Callback):
@@ -98,14 +102,37 @@ def swept_keys(config: DictConfig) -> list[str]:
     return list(dict.fromkeys(keys))
 
 
+def job_overrides(run) -> dict[str, str]:
+    """The command-line overrides of the multirun job that logged ``run`` (its tag
+    ``sweep_overrides``), by key or group: ``{"experiment": "table3_gisette", ...}``."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        given = json.loads(run.data.tags.get("sweep_overrides", "[]"))
+        parsed = OverridesParser.create().parse_overrides([str(o) for o in given])
+    except Exception:   # noqa: BLE001 -- a tag edited by hand: the table goes on without it
+        return {}
+    return {o.key_or_group: o.get_value_element_as_str() for o in parsed}
+
+
 def run_value(run, key: str) -> str | None:
-    """A run's value of config key ``key``: its tag, its param, or for a config group (``sampler``)
-    the param ``<group>.name``."""
+    """A run's value of config key ``key``: its tag, its param, for a config group (``sampler``)
+    the param ``<group>.name``, else what its job's overrides chose (a group that leaves no name in
+    the config, such as ``experiment``)."""
     data = run.data
     for found in (data.tags.get(key), data.params.get(key), data.params.get(f"{key}.name")):
         if found is not None:
             return found
-    return None
+    return job_overrides(run).get(key)
+
+
+def dataset_of(run) -> str:
+    """A run's dataset in the table: its tag ``dataset``, or for ``dataset=file`` the name of the
+    file (param ``dataset.path``), as :func:`runners.mlflow_native.dataset_label` names it."""
+    name, path = run.data.tags.get("dataset", "?"), run.data.params.get("dataset.path")
+    if name == mlflow_native.files.NAME and path not in (None, "", "None", "???"):
+        return Path(path).name
+    return name
 
 
 def varying_columns(runs: list, keys: list[str], shown: set[str]) -> list[str]:
@@ -117,8 +144,9 @@ class PrintComparison(Callback):
     """At the end of a multirun, print the sweep's runs as a table and how to open the MLflow UI.
 
     One row per fitted model: a tuning study's refit, a selection path's budgets.  Besides method,
-    dataset and budget, the table shows every swept parameter (and the sampler and seed) whose value
-    differs between its rows, so a sweep over e.g. samplers does not print identical-looking rows.
+    dataset (a data file by its name, :func:`dataset_of`) and budget, the table shows every swept
+    parameter (and the sampler and seed) whose value differs between its rows, so a sweep over e.g.
+    samplers does not print identical-looking rows.
     """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -137,7 +165,7 @@ class PrintComparison(Callback):
         rows = [{**r.data.metrics, **{k: run_value(r, k) for k in columns},
                  "method": r.data.tags.get("method", "?") + ("" if r.info.status == "FINISHED"
                                                              else f" ({r.info.status})"),
-                 "dataset": r.data.tags.get("dataset", "?"), "budget": r.data.tags.get("budget")}
+                 "dataset": dataset_of(r), "budget": r.data.tags.get("budget")}
                 for r in runs]
         print("\n" + format_table(rows, columns))
-        print(ui_hint(config.tracking.uri))
+        print(ui_hint(config.tracking.uri, exp.experiment_id))

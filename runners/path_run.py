@@ -99,6 +99,6 @@ def _log_budget(cfg: DictConfig, ds: Dataset, result: BudgetResult, tags: dict[s
         # method.params are the path's template; mu and source say which selection was chosen
         tracking.log_config(cfg, run_id, extra={"budget": result.budget, "mu": result.mu,
                                                 "source": result.source})
-        experiment.log_outcome(outcome, ds, run_id)
+        experiment.log_outcome(outcome, ds, run_id, cfg=cfg)
         metrics = {**outcome.metrics, **stability.log_stability(cfg, ds, result.model, run_id)}
     return {"budget": result.budget, **metrics}

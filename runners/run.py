@@ -5,14 +5,16 @@ run per fitted model with, under the same names for every method: the flattened 
 params and the resolved config as ``config.yaml``; the metrics of
 :func:`runners.experiment.fit_evaluate`; the curves ``val_auc``, ``val_rmse``, ``root_variance``,
 ``elapsed_seconds`` by iteration; the selected features (JSON), their correlation heatmap (PNG)
-and the model file; tags method, dataset, seed, git commit, and ``budget`` (tag and param) when
-the method has a hard feature budget (:mod:`runners.budget`); with ``stability.enabled``, the
-selection stability (:mod:`runners.stability`).  Every run is ended on every exit path and the
-exception re-raised: FAILED on an error, KILLED on Ctrl-C or SIGTERM (``main`` turns SIGTERM into
-an interrupt and exits with status 143), nested runs included (:func:`runners.tracking.managed_run`);
-the tag ``worker`` (host, pid, process start) lets a later run mark FAILED the runs of a SIGKILLed
-process (:func:`runners.tracking.fail_dead_runs`).  A bad ``dataset`` setting, ``seed`` or
-``tracking.uri`` fails before any run is created.  ``tune=optuna`` hands over to :mod:`runners.tune`.
+and the model file; its data splits as MLflow dataset inputs and the model as the MLflow model
+``runs:/<run_id>/model`` (:mod:`runners.mlflow_native`); tags method, dataset, seed, git commit,
+and ``budget`` (tag and param) when the method has a hard feature budget (:mod:`runners.budget`);
+with ``stability.enabled``, the selection stability (:mod:`runners.stability`).  Every run is
+ended on every exit path and the exception re-raised: FAILED on an error, KILLED on Ctrl-C or
+SIGTERM (``main`` turns SIGTERM into an interrupt and exits with status 143), nested runs included
+(:func:`runners.tracking.managed_run`); the tag ``worker`` (host, pid, process start) lets a later
+run mark FAILED the runs of a SIGKILLed process (:func:`runners.tracking.fail_dead_runs`).  A bad
+``dataset`` setting, ``seed`` or ``tracking.uri`` fails before any run is created.  ``tune=optuna``
+hands over to :mod:`runners.tune`.
 
 What a run fits is the :data:`KINDS` entry of ``method.estimator``: one model (:func:`fit_one`) by
 default, the selection path with a nested run per budget for ``gbfs_path``
@@ -21,6 +23,7 @@ default, the selection path with a nested run per budget for ``gbfs_path``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 import hydra
@@ -30,13 +33,14 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from gbfs.data import Dataset
-from runners import budget, experiment, path_run, stability, tracking
+from runners import budget, experiment, mlflow_native, path_run, stability, tracking
 
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
     """The tags of every run of ``cfg``: ``tracking.tags``, method, dataset, seed, sampler, git
     commit, whether it counts for GBDT-topK's K, its budget, ``worker`` (this process,
-    :func:`runners.tracking.worker_id`) and, in a multirun, ``sweep_dir``."""
+    :func:`runners.tracking.worker_id`) and, in a multirun, ``sweep_dir`` and ``sweep_overrides``
+    (the job's overrides, a JSON list)."""
     tags = {**tracking.user_tags(cfg.tracking),
             "method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
             "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
@@ -46,6 +50,8 @@ def run_tags(cfg: DictConfig) -> dict[str, str]:
         hc = HydraConfig.get()
         if hc.mode is not None and hc.mode.name == "MULTIRUN":
             tags["sweep_dir"] = str(hc.sweep.dir)
+            # this job's choices, for the sweep's table (runners.hydra_callbacks.run_value)
+            tags["sweep_overrides"] = json.dumps(list(hc.overrides.task))[:5000]
     return tags
 
 
@@ -111,7 +117,7 @@ def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Lo
     finally:
         progress.close()
     run_id = mlflow.active_run().info.run_id
-    experiment.log_outcome(outcome, ds, run_id)
+    experiment.log_outcome(outcome, ds, run_id, cfg=cfg)
     metrics = {**outcome.metrics, **stability.log_stability(cfg, ds, outcome.model, run_id)}
     return experiment.Logged(metrics, [{"budget": budget.budget_of(cfg.method), **metrics}])
 
@@ -138,7 +144,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
         from runners import tune
 
         return tune.run(cfg)
-    tracking.configure(cfg.tracking)
+    exp_id = tracking.configure(cfg.tracking)
+    mlflow_native.configure_ui(exp_id)   # the UI opens the runs table with the metrics that matter
     tags = run_tags(cfg)
     with tracking.managed_run(run_name=cfg.run_name, tags={**tags, **tracking.parent_tag(cfg.tracking)}) \
             as active:
@@ -149,9 +156,9 @@ def run(cfg: DictConfig) -> dict[str, float]:
         tracking.log_config(cfg, active.info.run_id, extra=k_tags)
         logged = KINDS.get(cfg.method.estimator, fit_one)(cfg, experiment.load_data(cfg), tags)
     if cfg.get("print_summary", True) and not _in_multirun():
-        print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name, **row}
-                            for row in logged.rows]))
-        print(ui_hint(cfg.tracking.uri))
+        label = mlflow_native.dataset_label(cfg.dataset)   # a file's name rather than "file"
+        print(format_table([{"method": cfg.method.name, "dataset": label, **row} for row in logged.rows]))
+        print(ui_hint(cfg.tracking.uri, exp_id))
     return logged.metrics
 
 
@@ -188,12 +195,15 @@ def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
-def ui_hint(uri: str) -> str:
-    """How to look at the runs: the server itself for a remote store, else ``mlflow ui`` on the file."""
+def ui_hint(uri: str, exp_id: str | None = None) -> str:
+    """How to look at the runs: the server itself for a remote store, else ``mlflow ui`` on the file;
+    with ``exp_id``, the link to that experiment's runs table in the runners' view (its columns,
+    :func:`runners.mlflow_native.runs_view_url`)."""
+    page = "" if exp_id is None else "/" + mlflow_native.runs_view_url(exp_id)
     if uri.startswith(("http://", "https://")):
-        return f"Compare the runs in the MLflow UI: open {uri}"
+        return f"Compare the runs in the MLflow UI: open {uri.rstrip('/') if page else uri}{page}"
     return (f"Compare the runs in the MLflow UI: mlflow ui --backend-store-uri {uri}  "
-            f"(then open http://127.0.0.1:5000)")
+            f"(then open http://127.0.0.1:5000{page})")
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")

@@ -19,7 +19,7 @@ from optuna.trial import FrozenTrial
 
 from gbfs.callbacks import CallbackEnv
 from gbfs.data import Dataset
-from runners import budget, experiment, tracking
+from runners import budget, experiment, mlflow_native, tracking
 from runners.search_space import suggest
 from runners.study import ERROR
 
@@ -121,7 +121,8 @@ class PruningCallback:
 
 class Objective:
     """One trial: sample the parameters, fit with pruning on train (validation as eval set), log a
-    nested MLflow run under the study's; return the score.  The test split is never evaluated.
+    nested MLflow run under the study's (its inputs: the train and validation splits); return the
+    score.  The test split is never evaluated.
 
     The trial's run is ended on every exit path (FINISHED, KILLED when pruned, FAILED with the error
     as ``tags.error``); the exception goes on to :func:`runners.study.run_trials`, which tells Optuna.
@@ -140,6 +141,7 @@ class Objective:
             # so that a rerun can close the run if this process dies
             trial.set_user_attr("mlflow_run_id", run_id)
             trial.set_user_attr("mlflow_parent_run_id", self.parent_id)
+            mlflow_native.log_inputs(run_id, self.cfg, self.ds, splits=mlflow_native.TRIAL_SPLITS)
             overrides = suggest(trial, experiment.search_space(self.cfg.method, self.cfg.get("sampler")))
             mlflow.log_params({f"method.params.{k}": v for k, v in overrides.items()})
             params = experiment.method_params(self.cfg.method, overrides, sampler=self.cfg.get("sampler"))

@@ -40,7 +40,7 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from gbfs.data import Dataset
-from runners import budget, experiment, stability, tracking
+from runners import budget, experiment, mlflow_native, stability, tracking
 from runners import study as studies
 from runners.run import _in_multirun, _with_topk, format_table, run_tags, ui_hint
 from runners.search_space import check_search_space, suggest
@@ -153,7 +153,7 @@ def refit(cfg: DictConfig, ds: Dataset, best_params: Mapping, tags: dict[str, st
     with mlflow.start_run(nested=True, run_name="refit", tags=tags) as active:
         tracking.log_config(best_cfg, active.info.run_id, extra=budget.budget_tags(best_cfg))
         out = experiment.fit_evaluate(best_cfg, ds, experiment.method_params(best_cfg.method))
-        experiment.log_outcome(out, ds, active.info.run_id)
+        experiment.log_outcome(out, ds, active.info.run_id, cfg=best_cfg)
         metrics = {**out.metrics, **stability.log_stability(best_cfg, ds, out.model, active.info.run_id)}
     if parent is not None:
         _supersede_refits(active.info, parent.info.run_id)
@@ -353,6 +353,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
     check_search_space(cfg.method, cfg.get("sampler"))
     check_tune(cfg.tune)   # bad settings fail now, not in every trial
     exp_id = tracking.configure(cfg.tracking)
+    mlflow_native.configure_ui(exp_id)
     tags = run_tags(cfg)
     storage = _storage(cfg.tune.storage)
     study = load_study(cfg.tune, storage)
@@ -369,11 +370,11 @@ def run(cfg: DictConfig) -> dict[str, float]:
             raise
     if cfg.get("print_summary", True) and not _in_multirun():
         if "test_auc" in metrics:
-            print(format_table([{"method": cfg.method.name, "dataset": cfg.dataset.name,
-                                 **budget.budget_tags(cfg), **metrics}]))
+            row = {"method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset)}
+            print(format_table([{**row, **budget.budget_tags(cfg), **metrics}]))
         if "best_value" in metrics:
             print(f"study {name}: best {cfg.tune.objective} {metrics['best_value']:.4f}")
-        print(ui_hint(cfg.tracking.uri))
+        print(ui_hint(cfg.tracking.uri, exp_id))
     return metrics
 
 
