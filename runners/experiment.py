@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
 from gbfs import GBFSClassifier, sampling
-from gbfs.data import Dataset, files, load_dataset
+from gbfs.data import Dataset, files, load_dataset, table_encoding
 from gbfs.data.synthetic import GENERATORS
 from gbfs.metrics import log_loss, rmse, roc_auc
 from runners import mlflow_native, multitask_eval, multitask_variants, tracking
@@ -78,14 +78,17 @@ def check_dataset(cfg: DictConfig) -> None:
         if OmegaConf.is_missing(d, "path") or d.get("path") is None:
             raise ValueError("dataset.path must name your data file, e.g. dataset.path=my.csv "
                              "dataset.target=label (a relative path is taken from where you run)")
-        files.check_file(**_file_args(d))
+        args = _file_args(d)
+        files.check_file(args["path"], args["target"], args["test_path"])
+        table_encoding.check_categorical(args["categorical"])
 
 
 def _file_args(d: DictConfig) -> dict:
     """``dataset=file``'s files (relative to where the command runs) and target column."""
-    test = d.get("test_path")
+    test, cat = d.get("test_path"), d.get("categorical", "auto")
     return {"path": hydra.utils.to_absolute_path(str(d.path)), "target": d.get("target"),
-            "test_path": None if test is None else hydra.utils.to_absolute_path(str(test))}
+            "test_path": None if test is None else hydra.utils.to_absolute_path(str(test)),
+            "categorical": cat if isinstance(cat, str) else [str(c) for c in cat]}
 
 
 def load_data(cfg: DictConfig) -> Dataset:
@@ -297,10 +300,13 @@ def estimator_kind(method: DictConfig) -> EstimatorKind:
 
 
 def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict,
-                    sampler: DictConfig | None = None):
+                    sampler: DictConfig | None = None, categorical: Sequence[int] = ()):
     """``GBFSClassifier`` or ``LightGBMBaseline`` from a method config (``method.estimator``), with the
-    row sampler of ``sampler`` (``cfg.sampler``) merged by :func:`with_sampler`."""
+    row sampler of ``sampler`` (``cfg.sampler``) merged by :func:`with_sampler` and the dataset's
+    ``categorical`` columns (``Dataset.categorical``) split on category sets."""
     params = with_sampler(method, params, sampler)
+    if categorical:
+        params["categorical_features"] = [int(j) for j in categorical]
     return estimator_kind(method).build(random_state=seed, n_threads=n_threads, **params)
 
 
@@ -337,7 +343,8 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
     part of ``fit_seconds``); in refit mode (``refit=True``, ``method="topk"``) ``refit_seconds``
     (the unpenalised refit on the selected features, part of ``fit_seconds``).
     """
-    est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"))
+    est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"),
+                          ds.categorical)
     kind = estimator_kind(cfg.method)
     t0 = time.perf_counter()
     if kind.multitask:     # the metrics of runners.multitask_eval: Total and per task

@@ -58,7 +58,8 @@ def fit_path(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.L
         The parent's metrics and one summary row per budget.
     """
     template = experiment.build_estimator(cfg.method, int(cfg.seed), cfg.n_threads,
-                                          experiment.method_params(cfg.method), cfg.get("sampler"))
+                                          experiment.method_params(cfg.method), cfg.get("sampler"),
+                                          ds.categorical)
     budgets = [int(k) for k in cfg.method.budgets]
     search = OmegaConf.to_container(cfg.method.path, resolve=True) if cfg.method.get("path") else {}
     parent_id = mlflow.active_run().info.run_id

@@ -56,7 +56,7 @@ def run_tags(cfg: DictConfig) -> dict[str, str]:
 
 
 #: the keys of ``dataset=file`` that say which data a run saw
-FILE_KEYS = ("path", "target", "test_path", "test_fraction")
+FILE_KEYS = ("path", "target", "test_path", "test_fraction", "categorical")
 
 
 def _same_data(params: dict, cfg: DictConfig) -> bool:

@@ -326,3 +326,27 @@ def test_the_lightgbm_baselines_split_on_categories(kind, kw, tmp_path):
     # the file keeps the categories: values, not another frame's codes, reach the booster
     text = df.assign(city=df.city.astype(str))
     assert np.array_equal(load_model(tmp_path / "b.json").predict_proba(text), b.predict_proba(df))
+
+
+@pytest.mark.parametrize("method", ["agbm", "lgbm_cegb"])
+def test_the_harness_splits_a_datasets_categorical_columns(tmp_path, method, monkeypatch):
+    from harness_utils import compose_cfg
+
+    from runners import experiment, run
+
+    seen = []
+    build = experiment.build_estimator
+
+    def spy(*args, **kwargs):
+        est = build(*args, **kwargs)
+        seen.append(est)
+        return est
+
+    monkeypatch.setattr(experiment, "build_estimator", spy)
+    cfg = compose_cfg(tmp_path, ["dataset=flight_like_categorical", "dataset.scale=0.02", f"method={method}",
+                                 "method.params.n_estimators=5", "print_summary=false",
+                                 "tracking.log_model=false"])
+    metrics = run.run(cfg)
+    assert 0.5 < metrics["test_auc"] <= 1.0
+    (est,) = seen
+    assert est.categorical_features_.tolist() == [0, 1, 2, 3, 4, 5]
