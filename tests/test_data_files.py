@@ -290,3 +290,18 @@ def test_shared_multiclass_files_are_refused(root, file, n_classes):
         pytest.skip(f"{path} is absent")
     with pytest.raises(ValueError, match=rf"has {n_classes} classes .*the harness's methods are binary"):
         load_dataset("file", path=path, root=root)
+
+
+def test_two_files_of_one_name_get_their_own_studies(tmp_path, csv):
+    from omegaconf import OmegaConf
+
+    other = tmp_path / "elsewhere" / csv.name
+    other.parent.mkdir()
+    other.write_bytes(csv.read_bytes())
+    names = set()
+    for path in (csv, other):
+        cfg = compose_cfg(tmp_path, ["dataset=file", f"dataset.path={path}", "dataset.target=label",
+                                     "method=agbm", "tune=optuna"])
+        names.add(OmegaConf.select(cfg, "tune.study_name"))
+        assert csv.name in cfg.run_name
+    assert len(names) == 2
