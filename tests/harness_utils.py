@@ -6,6 +6,8 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
+import runners  # noqa: F401 (registers the resolvers of conf/: data_label)
+
 CONF = Path(__file__).resolve().parents[1] / "conf"
 # a tiny, fast setting: 300 + 50 rows of the Gisette stand-in with 100 columns, 15 trees
 TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_scale=0.02",
