@@ -6,12 +6,14 @@ from ._threading import configure_waiting
 configure_waiting()  # before numba starts its OpenMP threads (gbfs._threading)
 
 from .estimators import GBFSClassifier, GBFSRegressor  # noqa: E402 (after configure_waiting)
+from .feature_utility import feature_utility  # noqa: E402
 from .model_io import load_model  # noqa: E402
 from .multitask import GBFSMultitaskClassifier, GBFSMultitaskRegressor  # noqa: E402
 from .path import SelectionPath, selection_path  # noqa: E402
+from .ranker import GBFSRanker  # noqa: E402
 from .stability import selection_stability  # noqa: E402
 
 __version__ = "0.1.0"
-__all__ = ["GBFSClassifier", "GBFSMultitaskClassifier", "GBFSMultitaskRegressor", "GBFSRegressor",
-           "SelectionPath", "load_model", "selection_path",
+__all__ = ["GBFSClassifier", "GBFSMultitaskClassifier", "GBFSMultitaskRegressor", "GBFSRanker",
+           "GBFSRegressor", "SelectionPath", "feature_utility", "load_model", "selection_path",
            "selection_stability", "__version__"]

@@ -1,7 +1,8 @@
 """Benchmarks printed side by side with LightGBM in one run (``python -m runners.bench core|load|...``).
 
 ``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``categorical`` in
-:mod:`runners.bench_categorical`, ``ranking`` in :mod:`runners.bench_ranking`, ``data`` in
+:mod:`runners.bench_categorical`, ``ranking`` in :mod:`runners.bench_ranking`, ``utility`` in
+:mod:`runners.bench_utility`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
 :mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``load`` (one fit
 in a fresh process, quiet vs next to a CPU burner) and the shapes of ``core`` in
@@ -62,6 +63,7 @@ from runners import (
     bench_sampling,
     bench_selection,
     bench_shapes,
+    bench_utility,
 )
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "fit_ratio": 1.2, "binning_ratio": 0.5,
@@ -325,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_multitask.add_parser(sub)
     bench_categorical.add_parser(sub)
     bench_ranking.add_parser(sub)
+    bench_utility.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 
