@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from harness_utils import CONF, TINY
 from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
 from scipy.special import expit
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
@@ -262,21 +263,23 @@ def test_runner_logs_the_table_to_mlflow(tmp_path, capsys):
     assert "| feature | index | z | p | significant | truly relevant |" in out and table.feature[0] in out
 
 
-@pytest.mark.usefixtures("restore_mlflow")
 def test_runner_settings_fail_before_any_run(tmp_path):
     from runners import feature_utility as runner
 
-    for override, message in (("utility.rows=train", "utility.rows"), ("utility.alpha=2", "utility.alpha"),
-                              ("utility.n_bootstrap=0", "utility.n_bootstrap"),
-                              ("method=gbdt_full", "needs a gbfs one"),
-                              ("utility.features=[9999]", "utility.features")):
+    base = _utility_cfg(tmp_path, [])
+    for key, value, message in (("utility.rows", "train", "utility.rows"),
+                                ("utility.alpha", 2, "utility.alpha"),
+                                ("utility.n_bootstrap", 0, "utility.n_bootstrap"),
+                                ("utility.n_relevant", -1, "utility.n_relevant"),
+                                ("utility.features", [9999], "utility.features"),
+                                ("utility.features", ["nope"], "utility.features")):
+        cfg = base.copy()
+        OmegaConf.update(cfg, key, value)
         with pytest.raises(ValueError, match=message):
-            runner.run(_utility_cfg(tmp_path, [override]))
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
-    exp = client.get_experiment_by_name("feature-utility")
-    assert exp is None or not client.search_runs([exp.experiment_id])
+            runner.run(cfg)
+    with pytest.raises(ValueError, match="needs a gbfs one"):
+        runner.run(_utility_cfg(tmp_path, ["method=gbdt_full"]))
+    assert not (tmp_path / "mlflow.db").exists()          # no MLflow store, let alone a run
 
 
 @pytest.mark.slow
