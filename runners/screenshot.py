@@ -21,12 +21,10 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,6 +32,7 @@ from mlflow.tracking import MlflowClient
 
 from runners import mlflow_native
 from runners.hydra_callbacks import NOT_A_RESULT
+from runners.local_server import answers, free_port
 
 #: seconds to wait for ``mlflow server`` to answer ``/health`` (it migrates a fresh store first)
 START_BOUND = 180.0
@@ -48,20 +47,6 @@ RUN_NAME_CELL = "[role='gridcell'][col-id='attributes.`Run Name`']"
 SYSTEM_BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=5) as response:
-            return response.status == 200
-    except OSError:   # refused while it starts
-        return False
-
-
 @contextlib.contextmanager
 def mlflow_server(backend_store_uri: str, log: Path) -> Iterator[str]:
     """``mlflow server`` on 127.0.0.1 and a free port on ``backend_store_uri``; yield its URL once
@@ -72,7 +57,7 @@ def mlflow_server(backend_store_uri: str, log: Path) -> Iterator[str]:
     RuntimeError
         If the server exits or is not ready within :data:`START_BOUND` seconds (with its output).
     """
-    port = _free_port()
+    port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
@@ -82,7 +67,7 @@ def mlflow_server(backend_store_uri: str, log: Path) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + START_BOUND
-        while not _healthy(url):
+        while not answers(url):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"mlflow server did not start:\n{log.read_text(errors='replace')[-3000:]}")
             time.sleep(0.2)   # the poll interval

@@ -11,36 +11,20 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from runners.local_server import answers, free_port
+
 #: seconds to wait for ``/health``; only reached when the server hangs (a dead one fails at once)
 START_BOUND = 180.0
 #: seconds for the server to stop after SIGTERM before it is killed
 STOP_BOUND = 30.0
-
-
-def free_port() -> int:
-    """A port nothing listens on now (the OS's choice; another process could take it before the
-    server binds it, which :func:`mlflow_server` retries)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=5) as response:
-            return response.status == 200 and response.read().strip() == b"OK"
-    except OSError:   # refused while it starts, or a timeout under load
-        return False
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -82,7 +66,7 @@ def mlflow_server(root: Path, start_bound: float = START_BOUND) -> Iterator[str]
         proc, url, log = _start(root, attempt)
         try:
             deadline = time.monotonic() + start_bound
-            while not _healthy(url):
+            while not answers(url, body=b"OK"):
                 if proc.poll() is not None:
                     break
                 if time.monotonic() > deadline:

@@ -23,6 +23,7 @@ from mlflow.tracking import MlflowClient
 import gbfs
 from runners import experiment
 from runners import run as run_module
+from runners.local_server import answers
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +53,7 @@ def _expected(store, tmp_path) -> tuple[object, np.ndarray]:
 # ------------------------------------------------------------------------------- mlflow models serve
 
 def _serve(run_id: str, uri: str, log: Path) -> tuple[subprocess.Popen, str]:
-    from mlflow_fixture import free_port
+    from runners.local_server import free_port
 
     port = free_port()
     with open(log, "wb") as out:   # a file, not a pipe: nobody reads a pipe while the test runs
@@ -62,14 +63,6 @@ def _serve(run_id: str, uri: str, log: Path) -> tuple[subprocess.Popen, str]:
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "MLFLOW_TRACKING_URI": uri})
     return proc, f"http://127.0.0.1:{port}"
-
-
-def _ping(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/ping", timeout=5) as response:
-            return response.status == 200
-    except OSError:   # refused while it starts
-        return False
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -90,7 +83,8 @@ def test_mlflow_models_serve_answers_as_the_model_file(store, tmp_path):
     log = tmp_path / "serve.log"
     proc, url = _serve(r.info.run_id, store["uri"], log)
     try:
-        wait_for(lambda: _ping(url) or proc.poll() is not None, "mlflow models serve to answer /ping")
+        wait_for(lambda: answers(url, "/ping") or proc.poll() is not None,
+                 "mlflow models serve to answer /ping")
         assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
         frame = pd.DataFrame(ds.X_test.astype(np.float64), columns=ds.feature_names)
         body = json.dumps({"dataframe_split": frame.to_dict(orient="split")}).encode()
