@@ -42,6 +42,8 @@ class BoostingParams:
     # ranking (loss "lambdarank"): the training rows' query offsets, and the k of NDCG@k
     query: np.ndarray | None = None
     eval_at: int = 10
+    # multiclass (loss "softmax"): the number of classes, one tree each per round
+    n_classes: int = 2
 
 
 @dataclass
@@ -83,7 +85,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
     Parameters
     ----------
     X_binned : ndarray of uint8, Fortran-ordered
-    y : ndarray of float64 (labels in {0, 1} for the logistic loss)
+    y : ndarray of float64 (labels in {0, 1} for the logistic loss, class codes for softmax)
     bin_mapper : fitted BinMapper
     usage : Usage
         Omega with mu, costs, bags and budget; updated in place.
@@ -96,6 +98,11 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
     sample_rng : numpy Generator or None
         Source of the row sampler's draws.
     """
+    if params.loss == "softmax":  # one tree per class per round: gbfs.multiclass_boosting
+        from .multiclass_boosting import boost_softmax
+
+        return boost_softmax(X_binned, y, bin_mapper, params, usage, evals, callbacks, model, search,
+                             sample_rng)
     step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng)
     train = Evaluator("train", X_binned, y, step.init_score, step.loss)
     train.raw = step.raw  # train scores are updated through the partition, not re-predicted

@@ -17,7 +17,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import categorical_input, envelope, group_testing, model_io
+from . import categorical_input, envelope, group_testing, model_io, multiclass
 from . import validation as V
 from ._docs import PARAM_DOC
 from ._params import boosting_params, group_test_plan, numba_threads, prediction_threads
@@ -50,6 +50,7 @@ class _Prepared:
     inputs: dict  # n_features_in_, feature_names_in_, classes_
     timings: dict
     query: np.ndarray | None = None  # ranking: the training rows' query offsets
+    target: dict = dataclasses.field(default_factory=dict)  # the loss's fields (multiclass: softmax)
 
 
 class _GBFSBase(SelectorMixin, BaseEstimator):
@@ -235,17 +236,25 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                                                 "categorical_features_", "categories_") if hasattr(self, k)}
         return _Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
                          {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1},
-                         self._query(X.shape[0]))
+                         self._query(X.shape[0]), self._target_params())
 
     def _query(self, n_rows: int) -> np.ndarray | None:
         """The training rows' query offsets (a ranker's); None for pointwise losses."""
         return None
 
+    def _target_params(self) -> dict:
+        """The fit's loss fields of :class:`BoostingParams` set by its target (multiclass: the
+        softmax and its number of classes); none by default."""
+        return {}
+
+    def _fit_params(self, prep: _Prepared) -> BoostingParams:
+        return dataclasses.replace(self._validate_params(), query=prep.query, **prep.target)
+
     def _fit_prepared(self, prep: _Prepared, selection=None, selection_history=None):
         """Fit on prepared data.  With ``selection`` (refit mode or ``"topk"``), skip the selection
         fit and refit on those features: a selection path computes selections once for many
         budgets and hands each model its own."""
-        params = dataclasses.replace(self._validate_params(), query=prep.query)
+        params = self._fit_params(prep)
         self._reset_fitted()
         for k, v in prep.inputs.items():
             setattr(self, k, v)
@@ -298,7 +307,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         fit), with no budget and no early end of the selection.
         """
         if params is None:
-            params = dataclasses.replace(self._validate_params(), query=prep.query)
+            params = self._fit_params(prep)
         plain = plain or METHODS[params.method].ranks
         usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(self.mu), prep.costs, prep.bags,
                              None if plain else self.max_features)
@@ -321,14 +330,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def _set_fitted(self, trees, init_score, history, best_iteration, selection=None):
         """Install a fitted ensemble.  ``selection``: the features a refit was restricted to, in
         order of selection (None: the features the trees use, in order of first use)."""
-        if best_iteration is not None:
-            trees = trees[:best_iteration + 1]
-        self._trees = trees
-        self._packed = PackedEnsemble(trees)
-        self.init_score_ = float(init_score)
+        trees = self._install_trees(trees, init_score, best_iteration)
         self.history_ = history
         self.best_iteration_ = best_iteration
-        self.n_iter_ = len(trees)
         order, seen = [], set()
         for t in trees:
             for f in t.used_features():
@@ -345,6 +349,16 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             self.selected_feature_names_ = [str(self.feature_names_in_[f]) for f in order]
         else:
             self.selected_feature_names_ = [f"x{f}" for f in order]
+
+    def _install_trees(self, trees, init_score, best_iteration) -> list:
+        """Keep the ensemble (up to ``best_iteration``); returns its trees."""
+        if best_iteration is not None:
+            trees = trees[:best_iteration + 1]
+        self._trees = trees
+        self._packed = PackedEnsemble(trees)
+        self.init_score_ = float(init_score)
+        self.n_iter_ = len(trees)
+        return trees
 
     # -- prediction ------------------------------------------------------------------------------
     def _raw_predict(self, X):
@@ -398,38 +412,62 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
 
 @envelope.register_model
 class GBFSClassifier(ClassifierMixin, _GBFSBase):
-    __doc__ = ("Gradient boosted feature selection for binary classification (log-loss).\n"
-               "\n    Any two labels are accepted; ``classes_[1]`` is the positive class.\n"
+    __doc__ = ("Gradient boosted feature selection for classification (log-loss).\n"
+               "\n    Two labels: binary log-loss, ``classes_[1]`` is the positive class.  More than two:\n"
+               "    the softmax, one tree per class per round, with one Omega for all classes (a feature\n"
+               "    is paid for once for the whole model; :mod:`gbfs.multiclass`).\n"
                + PARAM_DOC)
     _loss = "logistic"
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
     def _fit_target(self, y):
-        self.classes_ = classes = V.binary_classes(y)
-        return (y == classes[1]).astype(np.float64)
+        self.classes_ = V.class_labels(y)
+        return self._encode_y(y, "y")
+
+    def _binary_fit_target(self, y):
+        """A binary target (estimators that take exactly two classes)."""
+        self.classes_ = V.binary_classes(y)
+        return self._encode_y(y, "y")
+
+    def _target_params(self) -> dict:
+        return multiclass.target_params(self.classes_.shape[0])
 
     def _encode_y(self, y, name):
         unknown = np.setdiff1d(V.check_labels(y, name), self.classes_)
         if unknown.size:
             raise ValueError(f"{name} has labels {unknown[:10].tolist()} not seen in y "
                              f"(classes: {self.classes_.tolist()})")
+        if multiclass.is_multiclass(self):
+            return multiclass.class_codes(y, self.classes_)
         return (y == self.classes_[1]).astype(np.float64)
 
+    def _install_trees(self, trees, init_score, best_iteration) -> list:
+        if multiclass.is_multiclass(self):
+            return multiclass.install_trees(self, trees, init_score, best_iteration)
+        return super()._install_trees(trees, init_score, best_iteration)
+
+    def _raw_predict(self, X):
+        check_is_fitted(self, "_trees")
+        if multiclass.is_multiclass(self):
+            return multiclass.raw_predict(self, self._check_X(X, reset=False))
+        return super()._raw_predict(X)
+
     def decision_function(self, X):
-        """Raw log-odds of ``classes_[1]``."""
+        """Raw log-odds of ``classes_[1]``, shape (n_samples,); more than two classes: every
+        class's raw score, shape (n_samples, n_classes)."""
         return self._raw_predict(X)
 
     def predict_proba(self, X):
-        """Probabilities of ``classes_[0]`` and ``classes_[1]``, shape (n_samples, 2)."""
-        p = LOSSES[self._loss].inverse_link(self._raw_predict(X))
+        """Probabilities of every class of ``classes_``, shape (n_samples, n_classes)."""
+        raw = self._raw_predict(X)
+        if raw.ndim == 2:
+            return multiclass.probabilities(raw)
+        p = LOSSES[self._loss].inverse_link(raw)
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X):
         raw = self._raw_predict(X)  # checks fitted-ness before classes_ is read
+        if raw.ndim == 2:
+            return self.classes_[np.argmax(raw, axis=1)]
         return self.classes_[(raw > 0).astype(int)]
 
 

@@ -276,6 +276,9 @@ def _check_model(model) -> None:
         check_is_fitted(model, "_trees")
     except NotFittedError as e:      # say which argument
         raise NotFittedError(f"model is not fitted: {e}") from e
+    if getattr(model, "classes_", np.empty(2)).shape[0] > 2:
+        raise ValueError(f"model is a classifier of {model.classes_.shape[0]} classes; the utility test "
+                         "regresses one loss gradient per row (a regressor or a binary classifier)")
 
 
 def _raw_scores(model, X) -> np.ndarray:

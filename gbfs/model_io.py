@@ -13,7 +13,9 @@ Format ``gbfs-model`` version 1 -- one JSON object:
 ``classes``           classifier only: ``{"dtype": numpy dtype str, "values": [...]}``
 ``selected_features`` optional (a refitted or GBDT-topK model): the selection the trees were
                       restricted to, in order of selection
-``init_score``        finite float, the raw score before the first tree
+``init_score``        finite float, the raw score before the first tree; a classifier of
+                      ``K > 2`` classes: a list of ``K`` such floats, one per class, and its
+                      ``trees`` are round-major (tree ``i`` is class ``i % K``'s)
 ``best_iteration``    ``null`` or an int in [0, number of trees)
 ``bin_edges``         one list of edges per feature (``x <= edge[t]`` is bin ``<= t``)
 ``categorical``       only with categorical features (:mod:`gbfs.categorical`):
@@ -39,7 +41,7 @@ loaded model equal the saved model's exactly.
 
 A file that is not UTF-8 JSON, has another format or version, fails the checksum,
 or holds anything ``fit`` would not have produced -- parameters ``fit`` refuses
-(checked by the estimator's own validation), classes that are not two sorted
+(checked by the estimator's own validation), classes that are not at least two sorted
 labels of one kind, a non-finite init score or leaf value, an inconsistent tree --
 is refused with a ``ValueError`` naming the file and the field.
 
@@ -56,6 +58,7 @@ import os
 import numpy as np
 from sklearn.base import is_classifier
 
+from . import multiclass
 from . import validation as V
 from ._params import check_params
 from .binning import BinMapper
@@ -159,8 +162,11 @@ def gbfs_body(est) -> dict:
     from sklearn.utils.validation import check_is_fitted
 
     check_is_fitted(est, "_trees")
-    check_finite(est.init_score_, est._trees)
-    body = {**common_body(est), "init_score": _enc(float(est.init_score_)),
+    scores = np.atleast_1d(est.init_score_)
+    for k, score in enumerate(scores):
+        check_finite(float(score), [] if k else est._trees)
+    init = [_enc(float(v)) for v in scores] if np.ndim(est.init_score_) else _enc(float(est.init_score_))
+    body = {**common_body(est), "init_score": init,
             "best_iteration": est.best_iteration_, "trees": trees_json(est._trees)}
     if getattr(est, "_selection", None) is not None:  # a refit: the selection it was restricted to
         body["selected_features"] = est._selection.tolist()
@@ -245,8 +251,13 @@ def restore_gbfs(est, body) -> None:
     d = restore_common(est, body)
     trees = trees_from_json(body["trees"], d)
     check_categorical_trees(trees, est._bin_mapper)
-    best = best_iteration_from_json(body["best_iteration"], len(trees))
-    init_score = init_score_from_json(body["init_score"])
+    if multiclass.is_multiclass(est):  # best_iteration counts rounds of one tree per class
+        K = est.classes_.shape[0]
+        init_score = multiclass.init_score_from_json(body["init_score"], K, len(trees), init_score_from_json)
+        best = best_iteration_from_json(body["best_iteration"], len(trees) // K)
+    else:
+        best = best_iteration_from_json(body["best_iteration"], len(trees))
+        init_score = init_score_from_json(body["init_score"])
     selection = _selection_from_json(body.get("selected_features"), d, trees)
     est._set_fitted(trees, init_score, [], None, selection)
     est.best_iteration_ = best
@@ -268,18 +279,18 @@ def _restore_params(est, params, n_features) -> None:
 
 
 def _classes_from_json(obj) -> np.ndarray:
-    """The two classes, validated as ``fit`` validates ``y``: one kind of label, sorted, distinct."""
+    """The classes, validated as ``fit`` validates ``y``: one kind of label, sorted, distinct."""
     if not isinstance(obj, dict) or not isinstance(obj.get("values"), list):
         raise ValueError("classes must be an object with a list 'values'")
     try:
         values = np.asarray(obj["values"], dtype=np.dtype(obj["dtype"]))
     except (TypeError, ValueError) as e:
         raise ValueError(f"classes: cannot read {obj['values']!r} as dtype {obj['dtype']!r} ({e})") from e
-    if values.shape != (2,):
-        raise ValueError(f"classes must hold exactly two labels, got {obj['values']!r}")
-    classes = V.binary_classes(values, "classes")
+    if values.ndim != 1 or values.shape[0] < 2:
+        raise ValueError(f"classes must hold at least two labels, got {obj['values']!r}")
+    classes = V.class_labels(values, "classes")
     if not np.array_equal(classes, values):
-        raise ValueError(f"classes must be two distinct labels in sorted order, got {obj['values']!r}")
+        raise ValueError(f"classes must be distinct labels in sorted order, got {obj['values']!r}")
     return values
 
 

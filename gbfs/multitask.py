@@ -263,6 +263,8 @@ class _MultitaskBase(_GBFSBase):
     def _from_model_body(cls, body: dict):
         est = cls()
         d = model_io.restore_common(est, body)
+        if hasattr(est, "classes_") and est.classes_.shape[0] != 2:
+            raise ValueError(f"classes must hold exactly two labels, got {est.classes_.tolist()}")
         tasks = body["tasks"]
         est.tasks_ = np.asarray(tasks["values"], dtype=np.dtype(tasks["dtype"]))
         T = est.tasks_.shape[0]
@@ -308,7 +310,7 @@ class GBFSMultitaskClassifier(ClassifierMixin, _MultitaskBase):
                "    ensemble per task, features selected jointly (GT-GBM paper, Algorithm 1, Eq. 2).\n"
                + MULTITASK_PARAM_DOC)
     _loss = "logistic"
-    _fit_target = GBFSClassifier._fit_target
+    _fit_target = GBFSClassifier._binary_fit_target
     _encode_y = GBFSClassifier._encode_y
 
     def decision_function(self, X, task):

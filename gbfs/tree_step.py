@@ -39,12 +39,19 @@ class TreeStep:
         The grower's feature restriction (None: every feature).
     sample_rng : numpy Generator or None
         Source of the row sampler's draws (``params.sampler``).
+    loss : object or None
+        The residuals' source (None: :func:`gbfs.loss.loss_for` ``params``; multiclass boosting
+        gives each class its view of the softmax, :class:`gbfs.softmax.ClassGradient`).
+    grower : TreeGrower or None
+        A grower shared with other steps on the same rows (its ``search`` is then this step's);
+        None: a new one.
     """
 
     def __init__(self, X_binned: np.ndarray, y: np.ndarray, bin_mapper, params,
-                 search: FeatureSearch | None = None, sample_rng: np.random.Generator | None = None):
+                 search: FeatureSearch | None = None, sample_rng: np.random.Generator | None = None,
+                 loss=None, grower: TreeGrower | None = None):
         self.X_binned, self.y, self.params, self.sample_rng = X_binned, y, params, sample_rng
-        self.loss = loss_for(params)
+        self.loss = loss_for(params) if loss is None else loss
         self.method = METHODS[params.method]
         n = y.shape[0]
         self.init_score = self.loss.init_score(y)
@@ -53,8 +60,10 @@ class TreeStep:
         self._h = np.empty(n, dtype=np.float64)
         self._ones = np.ones(n, dtype=np.float64)
         self._rows = np.arange(n, dtype=np.int32)
-        search = FeatureSearch() if search is None else search
-        self.grower = TreeGrower(X_binned, bin_mapper, params.growth, search)
+        if grower is None:
+            grower = TreeGrower(X_binned, bin_mapper, params.growth, search)
+        self.grower = grower
+        search = grower.search
         # a small sample is grown on a compact copy of its rows, unless the search reads per-row
         # data of the full matrix by row id (group tests read the precomputed prefix sums)
         # (or the grower's row-wise index of sparse features, which is by row id too)

@@ -185,6 +185,15 @@ def check_labels(y: np.ndarray, name: str = "y") -> np.ndarray:
     return classes
 
 
+def class_labels(y: np.ndarray, name: str = "y") -> np.ndarray:
+    """The classes of a classification target (sorted): at least two."""
+    classes = check_labels(y, name)
+    if classes.shape[0] < 2:
+        raise ValueError(f"{name} has only one class ({classes.tolist()}); a classifier needs at least "
+                         "two")
+    return classes
+
+
 def binary_classes(y: np.ndarray, name: str = "y") -> np.ndarray:
     """The two classes of a binary target (sorted; ``classes[1]`` is the positive class)."""
     classes = check_labels(y, name)

@@ -255,7 +255,7 @@ FORGED = [
      r"classes: Mix of label input types \(string and number\)"),
     ("classes_unsorted", lambda b: b["classes"].__setitem__("values", [1, 0]), r"classes must be .*sorted"),
     ("classes_equal", lambda b: b["classes"].__setitem__("values", [1, 1]), r"classes has only one class"),
-    ("classes_three", lambda b: b["classes"].__setitem__("values", [0, 1, 2]), r"exactly two labels"),
+    ("classes_three", lambda b: b["classes"].__setitem__("values", [0, 1, 2]), r"init_score must be a list of 3 floats"),
     ("classes_bad_dtype", lambda b: b["classes"].__setitem__("dtype", "evil"), r"classes: cannot read"),
     ("classes_missing", lambda b: b.pop("classes"), r"classes must be given for a classifier"),
     ("best_iteration_string", lambda b: b.__setitem__("best_iteration", "evil"), r"best_iteration"),

@@ -19,9 +19,9 @@ def test_sklearn_compatible(estimator, check):
     check(estimator)
 
 
-def test_classifier_is_declared_binary_only():
+def test_classifier_is_declared_multiclass():
     tags = GBFSClassifier().__sklearn_tags__()
-    assert tags.classifier_tags.multi_class is False
+    assert tags.classifier_tags.multi_class is True
     assert tags.input_tags.allow_nan is True
 
 
