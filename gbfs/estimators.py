@@ -9,48 +9,22 @@ least one split of the fitted ensemble.
 from __future__ import annotations
 
 import dataclasses
-import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import categorical_input, envelope, group_testing, model_io, multiclass
+from . import categorical_input, envelope, fitting, model_io, multiclass
 from . import validation as V
 from ._docs import PARAM_DOC
 from ._params import boosting_params, group_test_plan, numba_threads, prediction_threads
 from ._types import MAX_BINS
-from .binning import BinMapper
-from .boosting import BoostingParams, boost
-from .callbacks import early_stopping
+from .boosting import BoostingParams
 from .group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
 from .loss import LOSSES
-from .methods import METHODS
-from .penalty import FeatureUsage
-from .refit import IMPORTANCE_TYPES, importances, refit, top_k
+from .refit import IMPORTANCE_TYPES, importances
 from .tree import PackedEnsemble
-
-
-@dataclasses.dataclass
-class _Prepared:
-    """Validated, binned training data and everything else a fit shares with its variants."""
-
-    X_binned: np.ndarray
-    y: np.ndarray
-    evals: list  # (name, X_binned, y) or, ranking, (name, X_binned, y, query offsets)
-    bin_mapper: BinMapper
-    costs: np.ndarray | None
-    bags: np.ndarray | None
-    tester: object | None  # GT-GBM's precompute
-    plan: object | None
-    seed: int
-    callbacks: list
-    inputs: dict  # n_features_in_, feature_names_in_, classes_
-    timings: dict
-    query: np.ndarray | None = None  # ranking: the training rows' query offsets
-    target: dict = dataclasses.field(default_factory=dict)  # the loss's fields (multiclass: softmax)
 
 
 class _GBFSBase(SelectorMixin, BaseEstimator):
@@ -177,7 +151,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
             matrix is binned column by column without densifying it (implicit entries are
             zeros); mostly-zero columns are then built row-wise (:mod:`gbfs.sparse_rows`).
         y : array-like of shape (n_samples,)
-            Classifier: two labels, all strings or all numbers (a mix is refused).  Regressor:
+            Classifier: two or more labels, all strings or all numbers (a mix is refused); more
+            than two are fitted with the softmax (:mod:`gbfs.multiclass`).  Regressor:
             finite numbers with ``n_samples * max|y| <= 1e150``, so that sums of squared
             residuals fit in float64.  Integers beyond +-2**53 (in ``X`` too) are rounded to
             float64 with a warning.
@@ -192,51 +167,9 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         """
         return self._fit_prepared(self._prepare(X, y, eval_set, callbacks))
 
-    def _prepare(self, X, y, eval_set=None, callbacks=None) -> _Prepared:
-        """Validate the inputs, bin them and run GT-GBM's precompute: everything a fit needs that
-        does not depend on ``mu``, ``max_features`` or ``refit`` (a selection path shares it)."""
-        params = self._validate_params()
-        callbacks = V.check_callbacks(callbacks)
-        # past this point a refused fit leaves the estimator unfitted, never an old model behind
-        # a new input width
-        self._reset_fitted()
-        try:
-            X = self._check_X(X, reset=True)
-        except ValueError as e:
-            raise ValueError(f"X: {e}") from e
-        y = self._fit_target(V.target_array(y, type(self).__name__, X.shape[0]))
-        evals = self._check_eval_set(eval_set)
-        d = X.shape[1]
-        costs = V.check_feature_vector("feature_costs", self.feature_costs, d, "cost")
-        bags = V.check_feature_vector("feature_bags", self.feature_bags, d, "bag")
-        if self.early_stopping_rounds is not None:
-            if not evals:
-                raise ValueError("early_stopping_rounds needs eval_set")
-            callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
-        n_units = d if bags is None else np.unique(bags).size
-        if self.max_features is not None and self.max_features >= n_units:
-            V.warn_user(f"max_features={self.max_features} is at least the number of "
-                        f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
-        pl = self._group_test_plan(*X.shape) if METHODS[params.method].group_tests else None
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        with numba_threads(self.n_threads):
-            t0 = time.perf_counter()
-            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed),
-                                   self._categorical_mask(d)).fit(X)
-            X_binned = bin_mapper.transform(X)
-            named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv, *extra)
-                     for k, (Xv, yv, *extra) in enumerate(evals)]
-            t1 = time.perf_counter()
-            tester = None
-            if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
-                tester = group_testing.GroupTester.precompute(
-                    X_binned, bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
-            t2 = time.perf_counter()
-        inputs = {k: getattr(self, k) for k in ("n_features_in_", "feature_names_in_", "classes_",
-                                                "categorical_features_", "categories_") if hasattr(self, k)}
-        return _Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
-                         {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1},
-                         self._query(X.shape[0]), self._target_params())
+    def _prepare(self, X, y, eval_set=None, callbacks=None) -> fitting.Prepared:
+        """Validate, bin and precompute (:func:`gbfs.fitting.prepare`)."""
+        return fitting.prepare(self, X, y, eval_set, callbacks)
 
     def _query(self, n_rows: int) -> np.ndarray | None:
         """The training rows' query offsets (a ranker's); None for pointwise losses."""
@@ -247,79 +180,21 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         softmax and its number of classes); none by default."""
         return {}
 
-    def _fit_params(self, prep: _Prepared) -> BoostingParams:
+    def _fit_params(self, prep: fitting.Prepared) -> BoostingParams:
         return dataclasses.replace(self._validate_params(), query=prep.query, **prep.target)
 
-    def _fit_prepared(self, prep: _Prepared, selection=None, selection_history=None):
-        """Fit on prepared data.  With ``selection`` (refit mode or ``"topk"``), skip the selection
-        fit and refit on those features: a selection path computes selections once for many
-        budgets and hands each model its own."""
-        params = self._fit_params(prep)
-        self._reset_fitted()
-        for k, v in prep.inputs.items():
-            setattr(self, k, v)
-        d, seed, topk = prep.X_binned.shape[1], prep.seed, METHODS[params.method].ranks
-        self._bin_mapper = prep.bin_mapper
-        with numba_threads(self.n_threads):
-            t2 = time.perf_counter()
-            result = None
-            if selection is None:
-                result, usage = self._select(prep, params)
-                if topk:
-                    # every tree the ranking fit grew, also those early stopping drops: more splits
-                    # rank more steadily (LightGBM's GBDT-topK ranks all n_estimators trees)
-                    selection = top_k(result.trees, d, self.max_features, self.importance_type)
-                elif self.refit:
-                    selection = np.asarray(usage.order, dtype=np.int64)
-                selection_history = result.history
-            t3 = time.perf_counter()
-            if selection is not None:
-                selection = np.asarray(selection, dtype=np.int64)
-                self.selection_history_ = selection_history
-                if result is None and not selection.size:
-                    raise ValueError("selection must hold at least one feature")
-                if selection.size:  # nothing selected: the selection fit's constant model stays
-                    result = refit(prep.X_binned, prep.y, prep.bin_mapper, selection, params, prep.evals,
-                                   prep.callbacks, model=self, sample_rng=np.random.default_rng([seed, 4]))
-            t4 = time.perf_counter()
-        self._set_fitted(result.trees, result.init_score, result.history, result.best_iteration,
-                         selection)
-        self.timings_ = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
-                         "binned_bytes": int(prep.X_binned.nbytes),
-                         "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes)}
-        if prep.bags is not None:
-            bag_of = FeatureUsage(d, 0.0, None, prep.bags).bag_of
-            self.n_bags_selected_ = int(np.unique(bag_of[self.selected_features_]).size)
-        if prep.plan is not None:
-            self.n_subsets_ = prep.plan.n_subsets
-            self.subset_size_ = prep.plan.subset_size
-        return self
+    def _fit_prepared(self, prep: fitting.Prepared, selection=None, selection_history=None):
+        """Fit on prepared data (:func:`gbfs.fitting.fit_prepared`)."""
+        return fitting.fit_prepared(self, prep, selection, selection_history)
 
     def _categorical_mask(self, d: int) -> np.ndarray:
         mask = np.zeros(d, dtype=bool)
         mask[self.categorical_features_] = True
         return mask
 
-    def _select(self, prep: _Prepared, params=None, plain: bool = False):
-        """The selection fit (the whole fit without refit): ``(BoostingResult, FeatureUsage)``.
-
-        ``plain``: an unpenalised fit on every feature whatever the method (GBDT-topK's ranking
-        fit), with no budget and no early end of the selection.
-        """
-        if params is None:
-            params = self._fit_params(prep)
-        plain = plain or METHODS[params.method].ranks
-        usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(self.mu), prep.costs, prep.bags,
-                             None if plain else self.max_features)
-        if plain:
-            params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
-        rng = np.random.default_rng([prep.seed, 2])  # the group tests' row samples
-        search = None if plain else METHODS[params.method].feature_search(
-            prep.tester, params.group_test_scope, params.group_test_rows, rng)
-        with numba_threads(self.n_threads):
-            result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
-                           model=self, search=search, sample_rng=np.random.default_rng([prep.seed, 3]))
-        return result, usage
+    def _select(self, prep: fitting.Prepared, params=None, plain: bool = False):
+        """The selection fit (:func:`gbfs.fitting.select`): ``(BoostingResult, FeatureUsage)``."""
+        return fitting.select(self, prep, params, plain)
 
     def _reset_fitted(self) -> None:
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:

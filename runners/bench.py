@@ -4,7 +4,8 @@
 :mod:`runners.bench_categorical`, ``ranking`` in :mod:`runners.bench_ranking`, ``utility`` in
 :mod:`runners.bench_utility`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
-:mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``load`` (one fit
+:mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``multiclass``
+in :mod:`runners.bench_multiclass`, ``load`` (one fit
 in a fresh process, quiet vs next to a CPU burner) and the shapes of ``core`` in
 :mod:`runners.bench_shapes`.
 
@@ -58,6 +59,7 @@ from runners import (
     bench_categorical,
     bench_data,
     bench_gtgbm,
+    bench_multiclass,
     bench_multitask,
     bench_ranking,
     bench_sampling,
@@ -325,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_sampling.add_parser(sub)
     bench_selection.add_parser(sub)
     bench_multitask.add_parser(sub)
+    bench_multiclass.add_parser(sub)
     bench_categorical.add_parser(sub)
     bench_ranking.add_parser(sub)
     bench_utility.add_parser(sub)

@@ -57,6 +57,14 @@ def _npz(data_dir: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
         return np.asarray(arrays["X"], dtype=np.float64), np.asarray(arrays["y"])
 
 
+def all_classes(name: str, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(X, y)`` of a real data set with its original labels (Isolet's 26 letters, TOX-171's 4
+    classes, digits' 10); :data:`DATASETS` derive binary tasks from them."""
+    if name == "digits":
+        return load_digits(return_X_y=True)
+    return _npz(data_dir, name)
+
+
 def isolet(data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     X, y = _npz(data_dir, "isolet")
     return X, (y <= 13).astype(np.int64)

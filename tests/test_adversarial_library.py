@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import gbfs
-import gbfs.estimators
+import gbfs.fitting
 import gbfs.model_io
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 
@@ -51,7 +51,7 @@ def no_training(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("boost() was called: the input was not validated before training")
 
-    monkeypatch.setattr(gbfs.estimators, "boost", boom)
+    monkeypatch.setattr(gbfs.fitting, "boost", boom)
 
 
 @pytest.fixture(scope="module")
@@ -255,7 +255,8 @@ FORGED = [
      r"classes: Mix of label input types \(string and number\)"),
     ("classes_unsorted", lambda b: b["classes"].__setitem__("values", [1, 0]), r"classes must be .*sorted"),
     ("classes_equal", lambda b: b["classes"].__setitem__("values", [1, 1]), r"classes has only one class"),
-    ("classes_three", lambda b: b["classes"].__setitem__("values", [0, 1, 2]), r"init_score must be a list of 3 floats"),
+    ("classes_three", lambda b: b["classes"].__setitem__("values", [0, 1, 2]),
+     r"init_score must be a list of 3 floats"),
     ("classes_bad_dtype", lambda b: b["classes"].__setitem__("dtype", "evil"), r"classes: cannot read"),
     ("classes_missing", lambda b: b.pop("classes"), r"classes must be given for a classifier"),
     ("best_iteration_string", lambda b: b.__setitem__("best_iteration", "evil"), r"best_iteration"),

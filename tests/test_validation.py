@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-import gbfs.estimators
+import gbfs.fitting
 from gbfs import GBFSClassifier, GBFSRegressor
 
 rng = np.random.default_rng(0)
@@ -58,8 +58,9 @@ CASES = [
      r"\by\b.*infinity"),
     ("y_2d_regressor", GBFSRegressor, {}, lambda: (X, np.c_[YR, YR]), ValueError, r"\by\b"),
     ("y_one_class", GBFSClassifier, {}, lambda: (X, np.ones(60)), ValueError, r"\by\b.*one class"),
-    ("y_three_classes_eval_unseen", GBFSClassifier, {}, lambda: (X, np.arange(60) % 3, {"eval_set": (X[:6], np.arange(6))}),
-     ValueError, r"eval_set\[0\] y.*\[3, 4, 5\] not seen"),
+    ("y_three_classes_eval_unseen", GBFSClassifier, {},
+     lambda: (X, np.arange(60) % 3, {"eval_set": (X[:6], np.arange(6))}), ValueError,
+     r"eval_set\[0\] y.*\[3, 4, 5\] not seen"),
     ("y_strings_regressor", GBFSRegressor, {}, lambda: (X, np.array(["a"] * 60)), ValueError, r"\by\b"),
     ("y_numeric_strings_regressor", GBFSRegressor, {}, lambda: (X, [str(v) for v in YR]), ValueError,
      r"^y must be numeric"),
@@ -165,7 +166,7 @@ def no_training(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("boost() was called: the input was not validated before training")
 
-    monkeypatch.setattr(gbfs.estimators, "boost", boom)
+    monkeypatch.setattr(gbfs.fitting, "boost", boom)
 
 
 def test_enough_cases():
