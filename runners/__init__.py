@@ -9,13 +9,26 @@ from omegaconf import OmegaConf
 
 
 def data_label(name: str, path: str | None = None) -> str:
-    """The dataset's part of run and study names: its name, or for a data file its file name and a
-    short hash of its absolute path (two files named alike never share a study)."""
-    if path is None or name != "file":
+    """The dataset's part of run and study names: its name, or for a data file (``dataset=file``,
+    ``dataset=ranking_file``: a ``dataset.path``) its file name and a short hash of its absolute path
+    (two files named alike never share a study)."""
+    if path is None:
         return str(name)
     resolved = str(Path(str(path)).expanduser().resolve())
     return f"{Path(resolved).name}-{hashlib.sha256(resolved.encode()).hexdigest()[:6]}"
 
 
+def val_score(estimator: str) -> str:
+    """The validation score of ``method.estimator``'s task, the default tuning objective: ``val_auc``,
+    ``val_ndcg_at_10`` for a ranking estimator (an unknown estimator gets ``val_auc``: its error comes
+    from :func:`runners.experiment.estimator_kind`, naming the known ones)."""
+    from runners.experiment import ESTIMATORS, TASKS
+
+    kind = ESTIMATORS.get(str(estimator))
+    return "val_auc" if kind is None else TASKS[kind.task].score
+
+
 # ``${data_label:${dataset.name},${oc.select:dataset.path,null}}`` in conf/ (run and study names)
 OmegaConf.register_new_resolver("data_label", data_label, replace=True)
+# ``${val_score:${method.estimator}}``: conf/tune/optuna.yaml's default objective
+OmegaConf.register_new_resolver("val_score", val_score, replace=True)

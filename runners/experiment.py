@@ -20,12 +20,19 @@ import mlflow
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 
-from gbfs import GBFSClassifier, sampling
+from gbfs import GBFSClassifier, GBFSRanker
 from gbfs.data import Dataset, files, load_dataset, table_encoding
 from gbfs.data.synthetic import GENERATORS
-from gbfs.metrics import log_loss, rmse, roc_auc
-from runners import mlflow_native, multitask_eval, multitask_variants, tracking
+from runners import mlflow_native, multitask_eval, multitask_variants, ranking_eval, tasks, tracking
 from runners.figures import correlation_heatmap
+from runners.sampler_config import (  # noqa: F401 (runners and tests import them from here too)
+    NO_MVS,
+    SAMPLER_ARGS,
+    _space,
+    lightgbm_sampling,
+    sampler_params,
+    search_space,
+)
 
 
 @dataclass
@@ -57,13 +64,19 @@ def _number(value: object) -> bool:
 def check_dataset(cfg: DictConfig) -> None:
     """Raise ``ValueError`` naming the key on a bad ``dataset.scale``, ``dataset.val_fraction`` or
     ``seed`` (e.g. the override ``dataset.scale=abc``), or a multitask method on data without task
-    ids (``dataset.multitask``), or ``dataset=file`` without ``dataset.path``, a missing file or
-    target column (:func:`gbfs.data.files.check_file`); the runners call it before any MLflow run
-    exists, so a typo leaves no FAILED run behind."""
+    ids (``dataset.multitask``), a ranking method on binary data or a binary one on ranking data
+    (``dataset.task``) or a setting its task refuses (``Task.check``: :mod:`runners.ranking_eval`'s
+    ``eval_at``, GBDT-topK's K, a ranking file), or ``dataset=file`` without ``dataset.path``, a
+    missing file or target column (:func:`gbfs.data.files.check_file`); the runners call it before
+    any MLflow run exists, so a typo leaves no FAILED run behind."""
     d = cfg.dataset
     scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
-    if estimator_kind(cfg.method).multitask:
+    kind, data_task = estimator_kind(cfg.method), str(d.get("task", tasks.BINARY.name))
+    if kind.task != data_task:
+        raise ValueError(ranking_eval.task_mismatch(cfg, kind.task, data_task))
+    if kind.multitask:
         multitask_eval.check_config(cfg)
+    TASKS[kind.task].check(cfg)
     real = str(d.name) not in GENERATORS
     if not _number(scale) or not scale > 0 or (real and scale > 1):
         what = "in (0, 1], the share of the real data's rows kept" if real else \
@@ -93,10 +106,13 @@ def _file_args(d: DictConfig) -> dict:
 
 def load_data(cfg: DictConfig) -> Dataset:
     """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once,
-    ``dataset=file`` parsed once); ``ValueError`` on a bad setting (:func:`check_dataset`) or data
-    that is not a binary classification."""
+    ``dataset=file`` parsed once, ``dataset=ranking_file`` read with its query groups); ``ValueError``
+    on a bad setting (:func:`check_dataset`) or data of another task than the method's (binary
+    classification; ranking for the ranking methods, whose every split keeps whole queries)."""
     check_dataset(cfg)
     d = cfg.dataset
+    if d.name == ranking_eval.FILE:
+        return _of_task(cfg, ranking_eval.load_file(d, int(cfg.seed)))
     kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
     if kwargs.get("path") is not None:   # a file of the dataset: relative to where the command runs
         kwargs["path"] = hydra.utils.to_absolute_path(str(kwargs["path"]))
@@ -107,9 +123,15 @@ def load_data(cfg: DictConfig) -> Dataset:
     # progress bars only appear while real data downloads or is parsed (once; later loads read the cache)
     ds = load_dataset(d.name, val_fraction=float(d.val_fraction), seed=int(cfg.seed), scale=float(d.scale),
                       progress=True, **extra, **kwargs)
-    if ds.task != "binary":
-        raise ValueError(f"dataset {d.name!r} is a {ds.task} task; the harness methods are binary "
-                         f"classifiers")
+    return _of_task(cfg, ds)
+
+
+def _of_task(cfg: DictConfig, ds: Dataset) -> Dataset:
+    """``ds`` if its task is the method's, else ``ValueError`` naming both."""
+    want = estimator_kind(cfg.method).task
+    if ds.task != want:
+        raise ValueError(f"dataset {cfg.dataset.name!r} is a {ds.task} task; method {cfg.method.name!r} "
+                         f"(method.estimator: {cfg.method.estimator}) fits {want} data")
     return ds
 
 
@@ -130,46 +152,6 @@ def method_params(method: DictConfig, overrides: Mapping | None = None,
                          f"method.params ({sorted(params)}) nor in sampler.params")
     params.update(overrides or {})
     return params
-
-
-# ---------------------------------------------------------------- row sampling (conf/sampler/)
-
-#: the estimator arguments of row sampling (``GBFSClassifier``); ``conf/sampler/*.yaml`` params
-SAMPLER_ARGS = ("sampler", "subsample", "top_rate", "other_rate", "mvs_lambda", "goss_style")
-#: the arguments each sampler uses and their defaults, from gbfs.sampling (the others must stay None);
-#: goss_style is GOSS's too (default None here: LightGBM's own GOSS is its style)
-_SAMPLER_USES = {kind: {arg: sampling.DEFAULTS[arg] for arg, users in sampling.USED_BY.items()
-                        if kind in users} for kind in sampling.SAMPLERS}
-_SAMPLER_USES["goss"]["goss_style"] = None
-NO_MVS = "LightGBM has no MVS (its MVS pull request was never merged); use a gbfs method"
-
-
-def _space(sampler: DictConfig | None) -> dict:
-    if sampler is None or not sampler.get("search_space"):
-        return {}
-    return OmegaConf.to_container(sampler.search_space, resolve=True)
-
-
-def sampler_params(sampler: DictConfig | None) -> dict:
-    """``sampler.params`` as a dict (``{}`` for ``sampler=none`` or no sampler group)."""
-    if sampler is None or not sampler.get("params"):
-        return {}
-    params = OmegaConf.to_container(sampler.params, resolve=True)
-    unknown = set(params) - set(SAMPLER_ARGS)
-    if unknown:
-        raise ValueError(f"sampler {sampler.get('name')!r}: params {sorted(unknown)} are not sampler "
-                         f"arguments {SAMPLER_ARGS}")
-    return params
-
-
-def search_space(method: DictConfig, sampler: DictConfig | None = None) -> dict:
-    """``method.search_space`` merged with ``sampler.search_space`` (what Optuna tunes)."""
-    space = OmegaConf.to_container(method.search_space, resolve=True) if method.get("search_space") else {}
-    extra = _space(sampler)
-    clash = set(space) & set(extra)
-    if clash:
-        raise ValueError(f"method {method.name!r} and sampler {sampler.name!r} both tune {sorted(clash)}")
-    return {**space, **extra}
 
 
 def with_sampler(method: DictConfig, params: Mapping, sampler: DictConfig | None = None) -> dict:
@@ -194,59 +176,14 @@ def with_sampler(method: DictConfig, params: Mapping, sampler: DictConfig | None
     return {**params, **estimator_kind(method).sampling(merged, params)}
 
 
-def _check_unused(kind: str | None, args: Mapping) -> None:
-    uses = _SAMPLER_USES.get(kind, {})
-    unused = sorted(k for k, v in args.items() if k != "sampler" and k not in uses and v is not None)
-    if unused:
-        raise ValueError(f"sampler={kind!r} does not use {unused} (they must be None)")
-
-
-def lightgbm_sampling(args: Mapping, lgb_params: Mapping | None = None) -> dict:
-    """Map sampler arguments to LightGBM's: ``{"lgb_params": ...}`` (``{}`` without a sampler).
-
-    ``sgb`` is LightGBM's bagging (``bagging_fraction = subsample``, ``bagging_freq = 1``);
-    ``goss`` its GOSS (``data_sample_strategy = "goss"``, ``top_rate``, ``other_rate``), which
-    always ranks by |g h| and skips the first 1/learning_rate trees, so ``goss_style="paper"``
-    is refused; ``mvs`` and ``mvs_adaptive`` do not exist in LightGBM (:data:`NO_MVS`).
-    """
-    kind = args.get("sampler")
-    if kind in ("mvs", "mvs_adaptive"):
-        raise ValueError(NO_MVS)
-    if kind is not None and kind not in _SAMPLER_USES:
-        raise ValueError(f"sampler must be one of {sorted(_SAMPLER_USES)} or None, got {kind!r}")
-    _check_unused(kind, args)
-    if kind is None:
-        return {}
-    use = {**_SAMPLER_USES[kind], **{k: v for k, v in args.items() if v is not None}}
-    if kind == "sgb":
-        new = {"bagging_fraction": float(use["subsample"]), "bagging_freq": 1}
-    else:
-        if use["goss_style"] not in (None, "lightgbm"):
-            raise ValueError(f"goss_style={use['goss_style']!r}: LightGBM's GOSS ranks rows by |g h| and "
-                             f"does not sample the first 1/learning_rate trees; set goss_style='lightgbm' "
-                             f"(or leave it unset) on a LightGBM method")
-        new = {"data_sample_strategy": "goss", "top_rate": float(use["top_rate"]),
-               "other_rate": float(use["other_rate"])}
-    extra = dict(lgb_params or {})
-    clash = sorted(k for k in extra if _lgb_canonical(k) in new)
-    if clash:
-        raise ValueError(f"lgb_params {clash} clash with sampler={kind!r}'s {sorted(new)}")
-    return {"lgb_params": {**extra, **new}}
-
-
-def _lgb_canonical(key: str) -> str:
-    try:  # LightGBM's alias table (subsample is an alias of bagging_fraction)
-        from lightgbm.basic import _ConfigAliases
-
-        return next((c for c in ("bagging_fraction", "bagging_freq") if key in _ConfigAliases.get(c)), key)
-    except (ImportError, AttributeError):
-        return key
-
-
 # ---------------------------------------------------------------- estimators (method.estimator)
 
 def _gbfs(**kwargs) -> GBFSClassifier:
     return GBFSClassifier(**kwargs)
+
+
+def _ranker(**kwargs) -> GBFSRanker:
+    return GBFSRanker(**kwargs)
 
 
 def _lightgbm(**kwargs):
@@ -262,12 +199,14 @@ class EstimatorKind:
 
     ``multitask``: fitted and scored with the task of every row (:mod:`runners.multitask_eval`);
     ``callbacks``: whether ``fit`` gets the runners' per-round callbacks (progress, pruning), which
-    assume one model's rounds (independent per-task models have several)."""
+    assume one model's rounds (independent per-task models have several); ``task``: the
+    ``Dataset.task`` it fits, a key of :data:`TASKS` (how it is fitted, scored and tuned)."""
 
     build: Callable[..., object]
     sampling: Callable[[dict, dict], dict]
     multitask: bool = False
     callbacks: bool = True
+    task: str = tasks.BINARY.name
 
 
 def _as_is(args: dict, params: dict) -> dict:
@@ -277,10 +216,11 @@ def _as_is(args: dict, params: dict) -> dict:
 _GBFS = EstimatorKind(_gbfs, _as_is)
 #: ``method.estimator`` -> its kind; a new estimator is one entry here and a method yaml.
 #: ``gbfs_path`` is the template ``GBFSClassifier`` of a selection path (``runners.path_run``);
-#: the multitask ones are in :mod:`runners.multitask_variants`.
+#: the multitask ones are in :mod:`runners.multitask_variants`; ``gbfs_ranker`` is ``GBFSRanker``.
 ESTIMATORS: dict[str, EstimatorKind] = {
     "gbfs": _GBFS,
     "gbfs_path": _GBFS,
+    "gbfs_ranker": EstimatorKind(_ranker, _as_is, task=ranking_eval.TASK),
     "lightgbm": EstimatorKind(_lightgbm,
                               lambda args, params: lightgbm_sampling(args, params.get("lgb_params"))),
     "gbfs_multitask": EstimatorKind(multitask_variants.multitask, _as_is, multitask=True),
@@ -299,11 +239,22 @@ def estimator_kind(method: DictConfig) -> EstimatorKind:
                          f"{method.estimator!r}") from None
 
 
+#: ``EstimatorKind.task`` -> how its models are fitted, scored and tuned
+TASKS: dict[str, tasks.Task] = {t.name: t for t in (tasks.BINARY, ranking_eval.RANKING)}
+
+
+def task_of(method: DictConfig) -> tasks.Task:
+    """The :class:`runners.tasks.Task` of ``method``: its validation score (``task_of(m).score``),
+    the metrics a trial keeps and the curves a run logs."""
+    return TASKS[estimator_kind(method).task]
+
+
 def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict,
                     sampler: DictConfig | None = None, categorical: Sequence[int] = ()):
-    """``GBFSClassifier`` or ``LightGBMBaseline`` from a method config (``method.estimator``), with the
-    row sampler of ``sampler`` (``cfg.sampler``) merged by :func:`with_sampler` and the dataset's
-    ``categorical`` columns (``Dataset.categorical``) split on category sets."""
+    """The estimator of a method config (``method.estimator``, :data:`ESTIMATORS`: ``GBFSClassifier``,
+    ``GBFSRanker``, ``LightGBMBaseline``, ...), with the row sampler of ``sampler`` (``cfg.sampler``)
+    merged by :func:`with_sampler` and the dataset's ``categorical`` columns
+    (``Dataset.categorical``) split on category sets."""
     params = with_sampler(method, params, sampler)
     if categorical:
         params["categorical_features"] = [int(j) for j in categorical]
@@ -311,10 +262,11 @@ def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params
 
 
 class FitProgress:
-    """A gbfs-style callback drawing a progress bar over the boosting iterations (stderr)."""
+    """A gbfs-style callback drawing a progress bar over the boosting iterations (stderr), with the
+    validation ``score`` of the latest one."""
 
-    def __init__(self, label: str):
-        self.label, self.bar = label, None
+    def __init__(self, label: str, score: str = tasks.BINARY.score):
+        self.label, self.score, self.bar = label, score, None
 
     def reset(self) -> None:
         self.close()
@@ -328,8 +280,9 @@ class FitProgress:
         if self.bar is None:
             self.bar = tqdm(total=env.end_iteration or None, desc=self.label, unit="tree", leave=False)
         self.bar.update(1)
-        if "val_auc" in env.record:
-            self.bar.set_postfix(val_auc=f"{env.record['val_auc']:.4f}", refresh=False)
+        value = tasks.named(env.record).get(self.score)
+        if value is not None:
+            self.bar.set_postfix({self.score: f"{value:.4f}"}, refresh=False)
 
 
 def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence = (),
@@ -337,7 +290,8 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
     """Fit on train (validation as eval set), score validation and, unless told not to, test.
 
     Metrics: ``val_auc``, ``val_rmse`` and, on test, ``test_auc``, ``test_rmse`` (RMSE of the
-    predicted probabilities, as the GT-GBM paper's Table 3), ``test_logloss``; plus
+    predicted probabilities, as the GT-GBM paper's Table 3), ``test_logloss`` (a ranking method:
+    ``val_ndcg_at_10``, ``val_mrr``, ``test_ndcg_at_10``, ``test_mrr``, :mod:`runners.ranking_eval`); plus
     ``n_selected_features``, ``precompute_seconds``, ``fit_seconds``, ``predict_seconds``; on a
     synthetic stand-in ``relevant_selected``; for GBDT-topK ``ranking_seconds`` (its ranking fit,
     part of ``fit_seconds``); in refit mode (``refit=True``, ``method="topk"``) ``refit_seconds``
@@ -351,28 +305,29 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
         multitask_eval.fit(est, ds, callbacks if kind.callbacks else ())
         return Outcome(est, **multitask_eval.evaluate(est, ds, time.perf_counter() - t0, evaluate_test,
                                                        label=cfg.method.name))
-    est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), callbacks=list(callbacks))
-    return evaluate(est, ds, time.perf_counter() - t0, evaluate_test)
+    task = TASKS[kind.task]
+    task.fit(est, ds, callbacks)
+    return evaluate(est, ds, time.perf_counter() - t0, evaluate_test, task)
 
 
-def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True) -> Outcome:
+def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True,
+             task: tasks.Task = tasks.BINARY) -> Outcome:
     """The :class:`Outcome` of a fitted estimator: the metrics of :func:`fit_evaluate` (with the
-    given ``fit_seconds``), its per-iteration history and its selected features."""
-    p_val = est.predict_proba(ds.X_val)[:, 1]
-    metrics = {"val_auc": roc_auc(ds.y_val, p_val), "val_rmse": rmse(ds.y_val, p_val),
-               "n_selected_features": float(len(est.selected_features_)),
-               "precompute_seconds": float(est.timings_.get("precompute_seconds", 0.0)),
-               "fit_seconds": fit_seconds}
+    given ``fit_seconds``; the scores of ``task``), its per-iteration history and its selected
+    features."""
+    metrics = {f"val_{k}": v for k, v in task.scores(ds, "val", task.predict(est, ds.X_val)).items()}
+    metrics.update({"n_selected_features": float(len(est.selected_features_)),
+                    "precompute_seconds": float(est.timings_.get("precompute_seconds", 0.0)),
+                    "fit_seconds": fit_seconds})
     if "ranking_seconds" in est.timings_:      # GBDT-topK: the all-feature fit that ranks (in fit_seconds)
         metrics["ranking_seconds"] = float(est.timings_["ranking_seconds"])
     if hasattr(est, "selection_history_"):     # refit mode (or topk): the unpenalised refit's share
         metrics["refit_seconds"] = float(est.timings_["refit_seconds"])
     if evaluate_test:
         t0 = time.perf_counter()
-        p_test = est.predict_proba(ds.X_test)[:, 1]
+        prediction = task.predict(est, ds.X_test)
         metrics["predict_seconds"] = time.perf_counter() - t0
-        metrics.update(test_auc=roc_auc(ds.y_test, p_test), test_rmse=rmse(ds.y_test, p_test),
-                       test_logloss=log_loss(ds.y_test, p_test))
+        metrics.update({f"test_{k}": v for k, v in task.scores(ds, "test", prediction).items()})
     selected = [int(j) for j in est.selected_features_]
     if ds.relevant is not None:    # a stand-in: how many of its truly relevant columns were found
         metrics["relevant_selected"] = float(len(set(selected) & set(ds.relevant.tolist())))
@@ -385,9 +340,9 @@ def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True, *,
     mlflow_native.log_inputs(run_id, cfg, ds)
     if ds.relevant is not None:
         mlflow.set_tag("n_relevant", str(len(ds.relevant)))
-    tracking.log_curves(run_id, out.history)
+    tracking.log_curves(run_id, [tasks.named(r) for r in out.history], keys=task_of(cfg.method).curves)
     # the final model's metrics come after the last iteration, so the curves of val_auc and
-    # val_rmse end with the returned model (the best iteration under early stopping) and
+    # val_rmse (val_ndcg_at_10, val_mrr) end with the returned model (the best iteration) and
     # MLflow's latest value of each metric is the final one
     tracking.log_metrics(run_id, out.metrics, step=len(out.history))
     features = [{"rank": r, "index": j, "name": n}

@@ -108,9 +108,10 @@ mlflow.data.dataset_source_registry.register_dataset_source(GeneratedSource)
 
 
 def dataset_label(dataset: DictConfig) -> str:
-    """How a run's data is called in tables and in MLflow: ``dataset.name``, or for ``dataset=file``
-    the name of the file ``dataset.path`` (``my.csv``) rather than ``file``."""
-    if dataset.name == files.NAME and not OmegaConf.is_missing(dataset, "path") and dataset.get("path"):
+    """How a run's data is called in tables and in MLflow: ``dataset.name``, or for a data file of
+    one's own (``dataset=file``, ``dataset=ranking_file``) the name of the file ``dataset.path``
+    (``my.csv``) rather than ``file``."""
+    if "path" in dataset and not OmegaConf.is_missing(dataset, "path") and dataset.get("path"):
         return Path(str(dataset.path)).name
     return str(dataset.name)
 
@@ -138,7 +139,7 @@ def split_source(cfg: DictConfig, ds: Dataset, split: str) -> str:
         return f"synthetic:{d.name}(" + ", ".join(f"{k}={v!r}" for k, v in args.items()) + ")"
     if d.name in BUNDLED:
         return f"sklearn.datasets:load_{d.name}"
-    if d.name == files.NAME:
+    if d.name == files.NAME or "path" in d:     # a data file of one's own (dataset=file, ranking_file)
         test = d.get("test_path")
         return str(Path(str(test)).resolve()) if split == "test" and test is not None else ds.source
     if d.name in OVR_DATASETS:

@@ -58,9 +58,12 @@ def paper_dataset(dataset: str) -> str:
     return dataset.removesuffix("_like")
 
 
-def collect(runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int]) -> pd.DataFrame:
+def collect(
+    runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int], metrics: Sequence[str] = METRICS
+) -> pd.DataFrame:
     """One record per row and seed from the final runs ``runs["<row>/<seed>"]``: the run id, the
-    :data:`METRICS`, the budget tag and every ``method.params.*`` param."""
+    ``metrics`` (:data:`METRICS`; NaN where a run lacks one), the budget tag and every
+    ``method.params.*`` param."""
     records = []
     for row in rows:
         for seed in seeds:
@@ -73,7 +76,7 @@ def collect(runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int]) -> pd
                 "run_id": r.info.run_id,
                 "budget": r.data.tags.get("budget"),
             }
-            rec.update({m: r.data.metrics.get(m, math.nan) for m in METRICS})
+            rec.update({m: r.data.metrics.get(m, math.nan) for m in metrics})
             rec.update(
                 {
                     k.removeprefix("method.params."): v

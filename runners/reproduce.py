@@ -12,7 +12,9 @@ and scored once on test; every further seed fits the tuned parameters on its own
 (a stand-in's generator, the validation split, the model's random choices) with
 :mod:`runners.run`.  GBDT-topK runs last, with K = the largest number of features GBFS, A-GBM and
 GT-GBM selected at that seed (the paper's rule, :func:`topk_k`).  A real dataset whose files are not
-on disk is skipped with one line.  The MVS paper's Tables 2-4 come from
+on disk is skipped with one line.  A ranking dataset (``dataset.task: ranking``, e.g. the stand-in
+``ranking_like``) runs the rows of ``reproduce.ranking_rows`` the same way and gives the paper's
+Table 4 (:mod:`runners.reproduce_ranking`).  The MVS paper's Tables 2-4 come from
 :mod:`runners.reproduce_mvs`.
 
 MLflow: one parent run per reproduction (``role=reproduction``, found again by ``reproduce.name``),
@@ -43,7 +45,7 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from runners import paper_tables, reproduce_mvs, sampling_report, tracking
+from runners import paper_tables, reproduce_mvs, reproduce_ranking, sampling_report, tracking
 from runners import run as single_run
 from runners import tune as tuning
 from runners.reproduce_plan import (
@@ -52,7 +54,7 @@ from runners.reproduce_plan import (
     datasets_of,
     digest,
     missing_data,
-    rows_of,
+    rows_by_task,
     runs_mvs,
     scale_of,
     topk_k,
@@ -63,6 +65,8 @@ log = logging.getLogger(__name__)
 #: ``overrides -> config``: the reproduction's own config composed with a unit's overrides
 Compose = Callable[[Sequence[str]], DictConfig]
 ROLE = "reproduction"
+#: ``dataset.task`` -> what writes a dataset's tables from its runs (the same arguments)
+WRITERS = {"binary": paper_tables.write_dataset, "ranking": reproduce_ranking.write_dataset}
 
 
 @dataclass
@@ -272,6 +276,11 @@ def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
     return folder
 
 
+def dataset_task(compose: Compose, name: str, settings: Mapping) -> str:
+    """``dataset.task`` of a dataset of the scale (``binary`` unless its config says ``ranking``)."""
+    return str(compose(data_overrides(name, settings)).dataset.get("task", "binary"))
+
+
 def tuned_params(compose: Compose, row: Row, refit: Run) -> dict[str, str]:
     """The study's best parameters as the refit logged them (``method.params.<name>`` of the
     method's search space), to fit on the other seeds."""
@@ -291,7 +300,9 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
     ValueError
         On a bad ``reproduce`` setting, before any run is created.
     """
-    scale, rows = scale_of(cfg), rows_of(cfg)
+    scale = scale_of(cfg)
+    tasks = {name: dataset_task(compose, name, settings) for name, settings in datasets_of(cfg).items()}
+    rows = rows_by_task(cfg, tasks)
     seeds = [int(s) for s in scale.seeds]
     rep = Reproduction(cfg, compose)
     rep.start()
@@ -303,11 +314,12 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
             if reason is not None:
                 print(reason)
                 continue
-            t1 = time.perf_counter()
-            runs = rep.dataset(name, settings, rows, seeds)
-            data = rep.unit_cfg([*rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
-            written[name] = paper_tables.write_dataset(
-                rep.client, rep.parent_id, name, rows, runs, seeds, data, cfg.reproduce, out / name
+            t1, task_rows = time.perf_counter(), rows[tasks[name]]
+            runs = rep.dataset(name, settings, task_rows, seeds)
+            data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings),
+                                 f"seed={seeds[0]}"])
+            written[name] = WRITERS[tasks[name]](
+                rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name
             )
             tracking.log_metrics(rep.parent_id, {f"seconds_{name}": time.perf_counter() - t1})
             print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")

@@ -18,6 +18,9 @@ from runners import tracking
 
 #: the name of the MVS paper's part in ``reproduce.datasets``
 MVS = "mvs"
+#: ``dataset.task`` -> the key of ``reproduce`` holding its rows: the GT-GBM paper's Table 3 for
+#: binary data, its Table 4 for ranking data (``dataset.task: ranking``)
+ROWS = {"binary": "rows", "ranking": "ranking_rows"}
 
 
 @dataclass(frozen=True)
@@ -32,14 +35,15 @@ class Row:
     paper: str | None = None  # its row in results/reference/
 
 
-def rows_of(cfg: DictConfig) -> list[Row]:
-    """The rows of ``reproduce.rows``, the K-rows last (their K comes from the selectors)."""
+def rows_of(cfg: DictConfig, key: str = "rows") -> list[Row]:
+    """The rows of ``reproduce.<key>`` (``rows``; ``ranking_rows`` for ranking data), the K-rows
+    last (their K comes from the selectors)."""
     rows = []
-    for name, spec in cfg.reproduce.rows.items():
+    for name, spec in (cfg.reproduce.get(key) or {}).items():
         unknown = set(spec) - {"label", "overrides", "selector", "k_param", "paper"}
         if unknown or not spec.get("overrides"):
             raise ValueError(
-                f"reproduce.rows.{name}: needs overrides (a method=...), and only label, "
+                f"reproduce.{key}.{name}: needs overrides (a method=...), and only label, "
                 f"overrides, selector, k_param, paper; got {sorted(spec)}"
             )
         rows.append(
@@ -53,8 +57,23 @@ def rows_of(cfg: DictConfig) -> list[Row]:
             )
         )
     if any(r.k_param for r in rows) and not any(r.selector for r in rows):
-        raise ValueError("reproduce.rows: a row with k_param needs at least one row with selector: true")
+        raise ValueError(f"reproduce.{key}: a row with k_param needs at least one row with selector: true")
     return sorted(rows, key=lambda r: r.k_param is not None)
+
+
+def rows_by_task(cfg: DictConfig, tasks: Mapping[str, str]) -> dict[str, list[Row]]:
+    """The rows of each dataset's task (``tasks``: dataset -> ``dataset.task``), checked: every task
+    has rows (:data:`ROWS`) and each of them at least one."""
+    out = {}
+    for dataset, task in tasks.items():
+        if task not in ROWS:
+            raise ValueError(f"reproduce: dataset {dataset!r} has dataset.task {task!r}; the reproduction "
+                             f"has tables for {sorted(ROWS)}")
+        if task not in out:
+            out[task] = rows_of(cfg, ROWS[task])
+        if not out[task]:
+            raise ValueError(f"reproduce.{ROWS[task]} is empty: the {task} dataset {dataset!r} needs rows")
+    return out
 
 
 def scale_of(cfg: DictConfig) -> DictConfig:

@@ -111,7 +111,8 @@ def _with_topk(cfg: DictConfig) -> DictConfig:
 
 def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Logged:
     """Fit ``cfg.method`` once and log it to the active run (the default of :data:`KINDS`)."""
-    progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}")
+    progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}",
+                                      experiment.task_of(cfg.method).score)
     try:
         outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method), callbacks=[progress])
     finally:
@@ -182,14 +183,18 @@ def _cell(row: dict, key: str, fmt: str) -> str:
 #: the table's numeric columns: (header, row key, format)
 TABLE_METRICS = (("test AUC", "test_auc", ".4f"), ("test RMSE", "test_rmse", ".4f"),
                  ("selected features", "n_selected_features", ".0f"), ("fit s", "fit_seconds", ".1f"))
+#: the ranking runs' scores, shown only when a row has them (before the selected features)
+RANKING_METRICS = (("test NDCG@10", "test_ndcg_at_10", ".4f"), ("test MRR", "test_mrr", ".4f"))
 
 
 def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
     """A Markdown table: method, dataset, budget (the K a model was held to, "-" if none), the
-    ``columns`` (e.g. the parameters a sweep varies), test AUC, test RMSE, selected features, fit
-    seconds."""
+    ``columns`` (e.g. the parameters a sweep varies), test AUC, test RMSE (with ranking runs, test
+    NDCG@10 and MRR; AUC and RMSE only if a row has them), selected features, fit seconds."""
+    ranking = [c for c in RANKING_METRICS if any(c[1] in r for r in rows)]
+    binary = [c for c in TABLE_METRICS[:2] if not ranking or any(c[1] in r for r in rows)]
     cols = [("method", "method", ""), ("dataset", "dataset", ""), ("budget", "budget", ".0f"),
-            *((c, c, "") for c in columns), *TABLE_METRICS]
+            *((c, c, "") for c in columns), *binary, *ranking, *TABLE_METRICS[2:]]
     lines = ["| " + " | ".join(h for h, _, _ in cols) + " |", "|" + " --- |" * len(cols)]
     lines += ["| " + " | ".join(_cell(r, key, fmt) for _, key, fmt in cols) + " |" for r in rows]
     return "\n".join(lines)
@@ -209,7 +214,7 @@ def ui_hint(uri: str, exp_id: str | None = None) -> str:
 @hydra.main(version_base="1.3", config_path="../conf", config_name="config")
 def main(cfg: DictConfig) -> float | None:
     with tracking.sigterm_as_interrupt():   # SIGTERM ends the runs KILLED, then exits with status 143
-        return run(cfg).get("val_auc")
+        return run(cfg).get(experiment.task_of(cfg.method).score)
 
 
 if __name__ == "__main__":

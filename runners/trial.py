@@ -3,7 +3,10 @@
 :class:`Objective` samples the parameters (:func:`runners.search_space.suggest`), fits with
 pruning on the per-iteration validation score (:class:`PruningCallback`) and logs a nested run
 (``role=trial``, ``trial_state``) whose final metrics follow its ``val_auc`` curve, so MLflow's
-latest ``val_auc`` is the trial's model's.  The test split is never evaluated here.
+latest ``val_auc`` is the trial's model's.  The score is the method's task's
+(:func:`runners.experiment.task_of`): ``val_auc``, or ``val_ndcg_at_10`` for a ranking method, and
+the objectives are named after it (``val_ndcg_at_10``, ``val_ndcg_at_10_budget``).  The test split is
+never evaluated here.
 """
 
 from __future__ import annotations
@@ -22,52 +25,64 @@ from gbfs.data import Dataset
 from runners import budget, experiment, mlflow_native, tracking
 from runners.search_space import suggest
 from runners.study import ERROR
+from runners.tasks import named
 
-OBJECTIVES = ("val_auc", "val_auc_budget")
+#: the suffix of the objective that holds the score to ``tune.feature_budget`` (``val_auc_budget``)
+BUDGET = "_budget"
+#: the objectives of the binary methods (a ranking method's: ``val_ndcg_at_10``, ``val_ndcg_at_10_budget``)
+OBJECTIVES = ("val_auc", "val_auc" + BUDGET)
 BUDGET_MODES = ("penalty", "constraint", budget.HARD)
 #: the MLflow status of a trial's nested run, by Optuna state
 RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
-TRIAL_METRICS = ("val_auc", "val_rmse", "n_selected_features", "fit_seconds")
+#: what a trial keeps besides its task's validation metrics (``Task.val_metrics``)
+TRIAL_METRICS = ("n_selected_features", "fit_seconds")
 
 
 def constrained(tune: DictConfig | Mapping) -> bool:
-    """Whether the feature budget is a hard constraint (``objective: val_auc_budget`` with
-    ``budget_mode: constraint``) rather than a penalty."""
+    """Whether the feature budget is a hard constraint (``objective: val_auc_budget``, or another
+    score's ``*_budget``, with ``budget_mode: constraint``) rather than a penalty."""
     mode = tune.get("budget_mode") or "penalty"
     if mode not in BUDGET_MODES:
         raise ValueError(f"tune.budget_mode must be one of {BUDGET_MODES}, got {mode!r}")
-    return tune["objective"] == "val_auc_budget" and mode == "constraint"
+    return str(tune["objective"]).endswith(BUDGET) and mode == "constraint"
 
 
-def objective_value(val_auc: float, n_features: float, tune: DictConfig | Mapping) -> float:
+def objective_value(score: float, n_features: float, tune: DictConfig | Mapping,
+                    score_name: str = "val_auc") -> float:
     """The score a trial maximises.
 
     Parameters
     ----------
-    val_auc : float
-        Validation AUC.
+    score : float
+        The validation score ``score_name`` of the trial's model.
     n_features : float
         Number of features the model uses.
     tune : mapping
-        ``objective`` ("val_auc" or "val_auc_budget"), ``feature_budget``, ``budget_penalty``,
-        ``budget_mode`` ("penalty", the default, or "constraint").
+        ``objective`` (``score_name`` or ``score_name + "_budget"``: "val_auc" or "val_auc_budget"
+        for a binary method, "val_ndcg_at_10" or "val_ndcg_at_10_budget" for a ranking one),
+        ``feature_budget``, ``budget_penalty``, ``budget_mode`` ("penalty", the default, or
+        "constraint").
+    score_name : str
+        The method's validation score (:func:`runners.experiment.task_of`).
 
     Returns
     -------
     float
-        ``val_auc``, less ``budget_penalty`` per feature over ``feature_budget`` with
-        ``objective: val_auc_budget`` in ``budget_mode: penalty``; in ``budget_mode: constraint``
-        the budget is a constraint (:func:`budget_excess`), not part of the score.
+        ``score``, less ``budget_penalty`` per feature over ``feature_budget`` with the budget
+        objective in ``budget_mode: penalty``; in ``budget_mode: constraint`` the budget is a
+        constraint (:func:`budget_excess`), not part of the score.
     """
-    if tune["objective"] == "val_auc":
-        return float(val_auc)
-    if tune["objective"] == "val_auc_budget":
+    objective = tune["objective"]
+    if objective == score_name:
+        return float(score)
+    if objective == score_name + BUDGET:
         if tune.get("feature_budget") is None:
-            raise ValueError("tune.objective=val_auc_budget needs tune.feature_budget (a number of features)")
+            raise ValueError(f"tune.objective={objective} needs tune.feature_budget (a number of features)")
         if constrained(tune):
-            return float(val_auc)
-        return float(val_auc) - float(tune["budget_penalty"]) * budget_excess(n_features, tune)
-    raise ValueError(f"tune.objective must be one of {OBJECTIVES}, got {tune['objective']!r}")
+            return float(score)
+        return float(score) - float(tune["budget_penalty"]) * budget_excess(n_features, tune)
+    raise ValueError(f"tune.objective must be one of {(score_name, score_name + BUDGET)} (the method's "
+                     f"validation score, alone or held to tune.feature_budget), got {objective!r}")
 
 
 def budget_excess(n_features: float, tune: DictConfig | Mapping) -> float:
@@ -98,8 +113,8 @@ class PruningCallback:
     each fit's iterations are reported after the previous fit's, so no step is reported twice
     (Optuna would ignore the second value, with a warning)."""
 
-    def __init__(self, trial: optuna.Trial, tune: DictConfig):
-        self.trial, self.tune = trial, tune
+    def __init__(self, trial: optuna.Trial, tune: DictConfig, score: str = "val_auc"):
+        self.trial, self.tune, self.score = trial, tune, score
         self.offset = self.next_step = 0
         self.history: list[dict] = []
 
@@ -109,12 +124,13 @@ class PruningCallback:
 
     def __call__(self, env: CallbackEnv) -> None:
         self.history = env.history   # kept so a pruned trial still logs its curve
-        auc = env.record.get("val_auc")
-        if auc is None or not math.isfinite(auc):
+        value = named(env.record).get(self.score)
+        if value is None or not math.isfinite(value):
             return
         step = self.offset + env.iteration
         self.next_step = step + 1
-        self.trial.report(objective_value(auc, env.record.get("n_features_used", 0), self.tune), step=step)
+        self.trial.report(objective_value(value, env.record.get("n_features_used", 0), self.tune, self.score),
+                          step=step)
         if self.trial.should_prune():
             raise optuna.TrialPruned(f"pruned at iteration {env.iteration}")
 
@@ -130,12 +146,14 @@ class Objective:
 
     def __init__(self, cfg: DictConfig, ds: Dataset, tags: dict[str, str], parent_id: str):
         self.cfg, self.ds, self.tags, self.parent_id = cfg, ds, tags, parent_id
+        self.keys = experiment.task_of(cfg.method).val_metrics   # the first is the score
 
     def __call__(self, trial: optuna.Trial) -> float:
         active = mlflow.start_run(nested=True, run_name=f"trial-{trial.number}",
                                   tags={**self.tags, "trial_number": str(trial.number)})
         run_id = active.info.run_id
-        pruning, t0 = PruningCallback(trial, self.cfg.tune), time.perf_counter()
+        score = self.keys[0]
+        pruning, t0 = PruningCallback(trial, self.cfg.tune, score), time.perf_counter()
         state, metrics, history = "FAIL", {}, []
         try:
             # so that a rerun can close the run if this process dies
@@ -146,18 +164,18 @@ class Objective:
             mlflow.log_params({f"method.params.{k}": v for k, v in overrides.items()})
             params = experiment.method_params(self.cfg.method, overrides, sampler=self.cfg.get("sampler"))
             out = experiment.fit_evaluate(self.cfg, self.ds, params, callbacks=[pruning], evaluate_test=False)
-            metrics = {k: out.metrics[k] for k in TRIAL_METRICS}
-            value = objective_value(metrics["val_auc"], metrics["n_selected_features"], self.cfg.tune)
+            metrics = {k: out.metrics[k] for k in (*self.keys, *TRIAL_METRICS)}
+            value = objective_value(metrics[score], metrics["n_selected_features"], self.cfg.tune, score)
             if not math.isfinite(value):   # Optuna would fail the trial: say why, in its run too
-                raise ValueError(f"the objective is {value} (val_auc {metrics['val_auc']})")
+                raise ValueError(f"the objective is {value} ({score} {metrics[score]})")
             metrics["objective"] = value
-            record(trial, metrics, self.cfg.tune)
+            record(trial, metrics, self.cfg.tune, score)
             state, history = "COMPLETE", out.history
             return value
         except optuna.TrialPruned:
             # a pruned trial counts for TPE too: record how many features it had reached
-            metrics = _partial_metrics(pruning.history, time.perf_counter() - t0)
-            record(trial, metrics, self.cfg.tune)
+            metrics = _partial_metrics(pruning.history, time.perf_counter() - t0, self.keys)
+            record(trial, metrics, self.cfg.tune, score)
             state, history = "PRUNED", pruning.history
             raise
         except BaseException as err:
@@ -170,32 +188,36 @@ class Objective:
         finally:
             if state == "FAIL":
                 history = pruning.history
-                metrics = _partial_metrics(history, time.perf_counter() - t0)
-            _end_trial_run(run_id, state, metrics, history, self.cfg.tune)
+                metrics = _partial_metrics(history, time.perf_counter() - t0, self.keys)
+            _end_trial_run(run_id, state, metrics, history, self.cfg.tune, score)
 
 
-def record(trial: optuna.Trial, metrics: Mapping, tune: DictConfig) -> None:
-    """Keep the trial's validation AUC and feature count in Optuna; in constraint mode also its
-    constraint (features over the budget; > 0 is infeasible), which TPE learns from."""
+def record(trial: optuna.Trial, metrics: Mapping, tune: DictConfig, score: str = "val_auc") -> None:
+    """Keep the trial's validation ``score`` (AUC; NDCG@10 for ranking) and feature count in Optuna;
+    in constraint mode also its constraint (features over the budget; > 0 is infeasible), which TPE
+    learns from."""
     n = metrics.get("n_selected_features")
-    for key in ("val_auc", "n_selected_features"):
+    for key in (score, "n_selected_features"):
         if metrics.get(key) is not None:
             trial.set_user_attr(key, metrics[key])
     if constrained(tune) and n is not None and trials_set_constraints():
         trial.set_constraint("feature_budget", float(n) - float(tune.feature_budget))
 
 
-def _partial_metrics(history: list[dict], seconds: float) -> dict[str, float]:
-    """The metrics of a trial stopped before the end (pruned or failed): its last iteration."""
-    last = history[-1] if history else {}
-    return {"val_auc": last.get("val_auc"), "val_rmse": last.get("val_rmse"),
+def _partial_metrics(history: list[dict], seconds: float,
+                     keys: tuple[str, ...] = ("val_auc", "val_rmse")) -> dict[str, float]:
+    """The metrics of a trial stopped before the end (pruned or failed): its last iteration's
+    validation ``keys``."""
+    last = named(history[-1]) if history else {}
+    return {**{k: last.get(k) for k in keys},
             "n_selected_features": last.get("n_features_used"), "fit_seconds": seconds}
 
 
-def _end_trial_run(run_id: str, state: str, metrics: dict, history: list[dict], tune: DictConfig) -> None:
+def _end_trial_run(run_id: str, state: str, metrics: dict, history: list[dict], tune: DictConfig,
+                   score: str = "val_auc") -> None:
     try:
-        tracking.log_curves(run_id, history, keys=("val_auc",))
-        # after the curve (as experiment.log_outcome does), so MLflow's latest val_auc is the
+        tracking.log_curves(run_id, [named(r) for r in history], keys=(score,))
+        # after the curve (as experiment.log_outcome does), so MLflow's latest score is the
         # trial's model's, not its last iteration's
         tracking.log_metrics(run_id, metrics, step=len(history))
         mlflow.set_tag("trial_state", state)

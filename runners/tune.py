@@ -19,7 +19,8 @@ multirun, where one line is logged per trial instead).
 
 MLflow: one parent run per study (``role=study``), shared by its workers and reused when the study
 is resumed; its params are the config of the invocation that started it (each later one adds
-``config-<k>.yaml``), its tags ``best.<param>`` and its metrics (``best_value``, ``best_val_auc``,
+``config-<k>.yaml``), its tags ``best.<param>`` and its metrics (``best_value``, ``best_val_auc``
+(``best_val_ndcg_at_10`` for a ranking method, whose objective is validation NDCG@10),
 trials by state, the refit's test metrics) are logged at step = the number of counted trials, so the
 latest are the study's current ones.  Under it, a nested run per trial (``role=trial``,
 ``trial_state``; :mod:`runners.trial`) and a nested ``refit`` run, the study's latest refit being
@@ -55,21 +56,23 @@ __all__ = ["best_trial", "check_search_space", "check_tune", "find_parent_run", 
 
 log = logging.getLogger(__name__)
 
-TEST_METRICS = ("test_auc", "test_auprc", "test_rmse", "test_logloss")   # test_auprc: multitask runs
+# test_auprc: multitask runs; test_ndcg_at_10, test_mrr: ranking runs
+TEST_METRICS = ("test_auc", "test_auprc", "test_rmse", "test_logloss", "test_ndcg_at_10", "test_mrr")
 # study user attr: the study's MLflow parent run, shared by its workers and reused when resumed
 _PARENT = "mlflow_run_id"
 
 
-def check_tune(tune: DictConfig) -> None:
+def check_tune(tune: DictConfig, score: str = "val_auc") -> None:
     """Raise ``ValueError`` naming the key on a bad ``tune`` setting (objective, budget, pruner,
-    ``n_trials``, ``timeout``)."""
+    ``n_trials``, ``timeout``); ``score`` is the method's validation score the objective is named
+    after (``val_auc``; ``val_ndcg_at_10`` for a ranking method)."""
     if not isinstance(tune.n_trials, int) or isinstance(tune.n_trials, bool) or tune.n_trials < 1:
         raise ValueError(f"tune.n_trials must be a positive integer, got {tune.n_trials!r}")
     timeout = tune.get("timeout")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
                                 or timeout <= 0):
         raise ValueError(f"tune.timeout must be a positive number of seconds or null, got {timeout!r}")
-    objective_value(0.5, 0, tune)   # the objective and the budget's keys
+    objective_value(0.5, 0, tune, score)   # the objective and the budget's keys
     constrained(tune)
     studies._pruner(tune)
 
@@ -232,7 +235,8 @@ def _conclude(cfg: DictConfig, storage: optuna.storages.RDBStorage, study: optun
             raise
         log.info("study %s: no trial completed yet; workers %s still run trials and will refit", name, others)
         return summary
-    summary.update(best_value=best.value, best_val_auc=best.user_attrs.get("val_auc", best.value))
+    score = experiment.task_of(cfg.method).score
+    summary.update({"best_value": best.value, f"best_{score}": best.user_attrs.get(score, best.value)})
     # tags, not params: a resumed study's best changes, and MLflow params cannot
     mlflow.set_tags({"best_trial": str(best.number), **{f"best.{k}": str(v) for k, v in best.params.items()}})
     step = n_done(study)   # a resumed study's metrics continue its history
@@ -332,7 +336,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Returns
     -------
     dict
-        The refit's metrics (``test_auc``, ...) with ``best_value``, ``best_val_auc`` and the
+        The refit's metrics (``test_auc``, ...) with ``best_value``, ``best_val_auc`` (or the
+        ranking methods' ``best_val_ndcg_at_10``) and the
         number of trials by state; only the latter without ``tune.refit``, or when another worker
         of the study refits (then ``best_value`` is the best so far, absent if none completed yet).
 
@@ -340,7 +345,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
     ------
     ValueError
         On bad settings (search space, objective, budget, hard budget, pruner, ``n_trials``,
-        ``timeout``), before any trial or run is created.
+        ``timeout``, the dataset's and the method's task, :func:`runners.experiment.check_dataset`),
+        before any trial or run is created.
     RuntimeError
         If no trial of the study completed (with the first failure's error and how to go on), or
         none within the budget in ``budget_mode: constraint``.
@@ -351,7 +357,8 @@ def run(cfg: DictConfig) -> dict[str, float]:
         raise ValueError("tune.storage must be an SQLAlchemy URL (sqlite:///optuna.db, postgresql://...)")
     cfg = budget.with_hard_budget(cfg)
     check_search_space(cfg.method, cfg.get("sampler"))
-    check_tune(cfg.tune)   # bad settings fail now, not in every trial
+    check_tune(cfg.tune, experiment.task_of(cfg.method).score)   # bad settings fail now, not in every trial
+    experiment.check_dataset(cfg)                                 # and the data's, before any run
     exp_id = tracking.configure(cfg.tracking)
     mlflow_native.configure_ui(exp_id)
     tags = run_tags(cfg)
@@ -369,7 +376,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
             _end_parent(parent.info.run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
             raise
     if cfg.get("print_summary", True) and not _in_multirun():
-        if "test_auc" in metrics:
+        if any(k in metrics for k in TEST_METRICS):
             row = {"method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset)}
             print(format_table([{**row, **budget.budget_tags(cfg), **metrics}]))
         if "best_value" in metrics:

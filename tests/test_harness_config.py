@@ -10,20 +10,24 @@ from runners import budget, experiment, run
 
 METHODS = group_options("method")
 DATASETS = group_options("dataset")
+#: the learning-to-rank methods and data (dataset.task: ranking), which combine with each other only
+RANKING_METHODS = [m for m in METHODS if m.startswith("rank_")]
+RANKING_DATASETS = ["ranking_like", "ranking_file"]
+PAIRS = [(m, d) for m in METHODS for d in DATASETS if (m in RANKING_METHODS) == (d in RANKING_DATASETS)]
 
 
 def test_groups_hold_what_the_issue_names():
     assert set(METHODS) == {"gbfs", "agbm", "gtgbm", "gbdt_full", "gbdt_topk", "lgbm_cegb", "gbfs_topk",
                             "gbfs_path", "agbm_path", "gtgbm_path", "mt_agbm", "mt_gtgbm", "mt_groupsparse",
-                            "mt_singletask", "mt_independent"}
+                            "mt_singletask", "mt_independent", "rank_gbdt_full", "rank_gbfs", "rank_agbm",
+                            "rank_gtgbm", "rank_gbdt_topk"}
     assert {"gisette", "epsilon", "flight", "gisette_like", "epsilon_like", "flight_like"} <= set(DATASETS)
     assert {"off", "optuna"} <= set(group_options("tune"))
     assert {"sqlite", "remote"} <= set(group_options("tracking"))
     assert {"quickstart", "table3_gisette"} <= set(group_options("experiment"))
 
 
-@pytest.mark.parametrize("dataset", DATASETS)
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method, dataset", PAIRS)
 def test_every_method_and_dataset_instantiates(tmp_path, method, dataset):
     cfg = compose_cfg(tmp_path, [f"method={method}", f"dataset={dataset}"])
     OmegaConf.resolve(cfg)                       # every interpolation resolves
@@ -31,7 +35,7 @@ def test_every_method_and_dataset_instantiates(tmp_path, method, dataset):
     params = experiment.method_params(cfg.method)
     if method == "gbdt_topk":
         params["k"] = 5                          # normally taken from sibling runs
-    if method == "gbfs_topk":
+    if method in ("gbfs_topk", "rank_gbdt_topk"):
         assert params["max_features"] is None    # no default K: it must be given
         params["max_features"] = 5
     est = experiment.build_estimator(cfg.method, cfg.seed, cfg.n_threads, params)
@@ -107,5 +111,5 @@ def test_path_methods_are_their_method_as_a_path(tmp_path, method, template):
 def test_unknown_estimator_names_the_known_ones(tmp_path):
     cfg = compose_cfg(tmp_path, ["method=agbm", "method.estimator=xgboost"])
     with pytest.raises(ValueError, match=r"must be one of \['gbfs', 'gbfs_multitask', 'gbfs_path', "
-                                         r"'independent_tasks', 'lightgbm', 'pooled_tasks'\]"):
+                                         r"'gbfs_ranker', 'independent_tasks', 'lightgbm', 'pooled_tasks'\]"):
         experiment.build_estimator(cfg.method, 0, 1, experiment.method_params(cfg.method))
