@@ -49,6 +49,12 @@ PARAM_DOC = """
     max_depth : int or None, default=None
     max_leaves : int or None, default=31
     min_samples_leaf : int, default=20
+    leaf_count : {"auto", "rows", "hessian"}, default="auto"
+        How ``min_samples_leaf`` counts a child's rows: exactly (``"rows"``), or as LightGBM's
+        ``min_data_in_leaf`` does, from its hessians (``"hessian"``: each histogram bin counts
+        ``round(H_bin * n_node / H_node)`` rows, so rows the model is already sure of count for
+        less).  ``"auto"``: ``"hessian"`` for more than two classes, ``"rows"`` otherwise.  Only
+        matters with ``criterion="newton"`` or a row sampler's weights (unit hessians count rows).
     min_node_fraction : float in (0, 1) or None, default=None
         The papers' alpha: a node with fewer than ``alpha * n`` rows is not split.
     criterion : {"sse", "newton"}, default="sse"

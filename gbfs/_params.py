@@ -22,6 +22,8 @@ from .grower import GrowthParams
 from .methods import METHODS
 from .refit import IMPORTANCE_TYPES
 
+#: how min_samples_leaf counts a child's rows (GrowthParams.leaf_count)
+LEAF_COUNTS = ("auto", "rows", "hessian")
 _GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
                       "group_test_rows", "max_precompute_bytes")
 
@@ -60,6 +62,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         max_depth=V.check_int("max_depth", est.max_depth, 1, allow_none=True),
         max_leaves=V.check_int("max_leaves", est.max_leaves, 2, allow_none=True),
         min_samples_leaf=V.check_int("min_samples_leaf", est.min_samples_leaf, 1),
+        leaf_count=V.check_choice("leaf_count", getattr(est, "leaf_count", "auto"), LEAF_COUNTS),
         min_node_fraction=V.check_real("min_node_fraction", est.min_node_fraction, 0.0, 1.0,
                                        low_open=True, high_open=True, allow_none=True),
         min_child_weight=V.check_real("min_child_weight", est.min_child_weight, low=0.0),

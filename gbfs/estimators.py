@@ -33,7 +33,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     def __init__(self, *, method="agbm", mu=0.01, feature_costs=None, feature_bags=None,
                  max_features=None, refit=False, selection_patience=None, importance_type="gain",
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
-                 min_samples_leaf=20, min_node_fraction=None, criterion="sse",
+                 min_samples_leaf=20, leaf_count="auto", min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
                  bin_subsample=200_000, early_stopping_rounds=None, n_target_features=10,
                  delta=0.1, n_subsets=None, subset_size=None, group_test_scope="tree",
@@ -54,6 +54,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.max_depth = max_depth
         self.max_leaves = max_leaves
         self.min_samples_leaf = min_samples_leaf
+        self.leaf_count = leaf_count
         self.min_node_fraction = min_node_fraction
         self.criterion = criterion
         self.leaf_estimate = leaf_estimate
@@ -181,7 +182,11 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         return {}
 
     def _fit_params(self, prep: fitting.Prepared) -> BoostingParams:
-        return dataclasses.replace(self._validate_params(), query=prep.query, **prep.target)
+        params = dataclasses.replace(self._validate_params(), query=prep.query, **prep.target)
+        if params.growth.leaf_count == "auto":   # LightGBM's count for the softmax's many classes
+            rule = "hessian" if params.loss == "softmax" else "rows"
+            params = dataclasses.replace(params, growth=dataclasses.replace(params.growth, leaf_count=rule))
+        return params
 
     def _fit_prepared(self, prep: fitting.Prepared, selection=None, selection_history=None):
         """Fit on prepared data (:func:`gbfs.fitting.fit_prepared`)."""

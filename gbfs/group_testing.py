@@ -278,7 +278,8 @@ def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c
     if not mx - mn > tol:
         return -np.inf  # constant in this node: no split
     _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins)
-    return _scan_feature(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+    # rows counted exactly: a group test only ranks halves, the split itself is searched after it
+    return _scan_feature(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight,
                          reg_lambda)[0]
 
 

@@ -67,6 +67,10 @@ class GrowthParams:
     # from an index of their other entries (gbfs.sparse_rows); 0 keeps every feature column-wise.
     sparse_share: float = SPARSE_SHARE
     sparse_min_features: int = MIN_SPARSE_FEATURES  # fewer sparse features: all column-wise
+    # how min_samples_leaf counts a child: "rows" exactly, or "hessian" as LightGBM's
+    # min_data_in_leaf does (each histogram bin counts round(H_bin * n_node / H_node) rows);
+    # the estimators resolve their "auto"
+    leaf_count: str = "rows"
     # categorical split search (gbfs.categorical.cat_settings order): cat_smooth, cat_l2,
     # max_cat_threshold, min_data_per_group, max_cat_to_onehot
     cat_settings: tuple = tuple(CAT_DEFAULTS.values())
@@ -125,6 +129,13 @@ class TreeGrower:
             return self._free_hists.pop()
         self._n_hists += 1
         return self.layout.new()
+
+    def _count_factor(self, node) -> float:
+        """The rows a unit of hessian counts for in ``node`` under ``leaf_count="hessian"`` (0: rows
+        are counted exactly, also whenever every hessian is 1)."""
+        if self.params.leaf_count != "hessian" or self._h_is_count:
+            return 0.0
+        return node.count / (node.sum_h + 2e-15) if node.sum_h > 0 else 0.0
 
     def _can_keep(self) -> bool:
         # reserve one buffer for the transient smaller child of a later subtraction
@@ -290,7 +301,8 @@ class TreeGrower:
         count, p = float(node.count), self.params
         sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, count, self.offsets, hist)
         best_splits_per_feature(hist, sparse.features, self.offsets, self.n_bins, node.sum_g, node.sum_h,
-                                count, float(p.min_samples_leaf), p.min_child_weight, p.reg_lambda,
+                                count, float(p.min_samples_leaf), self._count_factor(node),
+                                p.min_child_weight, p.reg_lambda,
                                 node.gain, node.bin, node.missing_left, node.left_sums)
 
     def _fill_histogram(self, node, rows, r_ord, h_ord, features) -> None:
@@ -308,15 +320,15 @@ class TreeGrower:
         p = self.params
         if node.count * features.shape[0] <= SERIAL_WORK:
             build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets,
-                                  self.n_bins,
-                                  node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf),
-                                  p.min_child_weight, p.reg_lambda, node.gain, node.bin, node.missing_left,
-                                  node.left_sums)
+                                  self.n_bins, node.sum_g, node.sum_h, float(node.count),
+                                  float(p.min_samples_leaf), self._count_factor(node), p.min_child_weight,
+                                  p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
             return
         build_and_scan(self._X, rows, r_ord, h_ord, features,
                        max(1, min(self._n_chunks, features.shape[0])), keep, hist, self.offsets, self.n_bins,
                        node.sum_g,
-                       node.sum_h, float(node.count), float(p.min_samples_leaf), p.min_child_weight,
+                       node.sum_h, float(node.count), float(p.min_samples_leaf), self._count_factor(node),
+                       p.min_child_weight,
                        p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
 
     # -- pending nodes ---------------------------------------------------------------------------
@@ -350,7 +362,7 @@ class TreeGrower:
         serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
         kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, large.sum_g,
-               large.sum_h, float(large.count), float(p.min_samples_leaf),
+               large.sum_h, float(large.count), float(p.min_samples_leaf), self._count_factor(large),
                p.min_child_weight, p.reg_lambda, large.gain, large.bin,
                large.missing_left, large.left_sums)
         large.hist = parent_hist

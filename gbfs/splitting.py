@@ -36,7 +36,8 @@ from .histogram import _accumulate
 @njit(cache=True, nogil=True)
 def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, min_child_weight,
               reg_lambda):
-    """Gain of a split with left sums (lg, lh, lc), or -inf if a child is too small."""
+    """Gain of a split with left sums (lg, lh, lc), or -inf if a child is too small (``lc``: the left
+    child's row count as :func:`_scan_feature` counts it for ``min_samples_leaf``)."""
     rg = sum_g - lg
     rh = sum_h - lh
     rc = sum_c - lc
@@ -48,10 +49,16 @@ def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, mi
 
 
 @njit(cache=True, nogil=True)
-def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda):
+def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight,
+                  reg_lambda):
     """Best threshold of one feature: (gain, bin, missing_left, left g, left h, left count).
 
     ``hf`` holds the feature's ``n_bins`` value bins and then its missing bin.
+
+    ``min_samples_leaf`` counts the rows of a child exactly when ``count_factor`` is 0; otherwise,
+    as LightGBM's ``min_data_in_leaf`` does, each bin of the right child counts
+    ``round(H_bin * count_factor)`` rows (``count_factor = n_node / H_node``) and the left child
+    the node's other rows: rows whose hessian is small count for less.
 
     Left child = bins ``<= t``; the missing bin goes to whichever side is better.
     When the node holds no missing value the missing direction is the larger child
@@ -62,6 +69,16 @@ def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_w
     mh = hf[n_bins, 1]
     mc = hf[n_bins, 2]
     has_missing = mc > 0
+    by_hessian = count_factor > 0.0
+    me = np.floor(mh * count_factor + 0.5) if by_hessian else mc
+    # LightGBM rounds each bin of the right child (it scans from the right) and gives the left
+    # child the node's other rows: left = sum_c - (total - ce), with ce the rounded left bins
+    shift = 0.0
+    if by_hessian:
+        total = me
+        for t in range(n_bins):
+            total += np.floor(hf[t, 1] * count_factor + 0.5)
+        shift = sum_c - total
     best = -np.inf
     best_bin = -1
     best_ml = False
@@ -71,14 +88,16 @@ def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_w
     cg = 0.0
     ch = 0.0
     cc = 0.0
+    ce = 0.0  # the count min_samples_leaf reads
     for t in range(n_bins):
         cg += hf[t, 0]
         ch += hf[t, 1]
         cc += hf[t, 2]
+        ce += np.floor(hf[t, 1] * count_factor + 0.5) if by_hessian else hf[t, 2]
         if hf[t, 2] == 0.0 and t > 0:
             continue  # same partition as threshold t - 1
         if t < n_bins - 1 or has_missing:
-            gain = _consider(cg, ch, cc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf,
+            gain = _consider(cg, ch, ce + shift, sum_g, sum_h, sum_c, parent_term, min_samples_leaf,
                              min_child_weight, reg_lambda)
             if gain > best:
                 best = gain
@@ -90,7 +109,7 @@ def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_w
         # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
         # left" split scored above, so it is skipped to keep one canonical form (not a rounding tie)
         if has_missing and t < n_bins - 1 and cc > 0:
-            gain = _consider(cg + mg, ch + mh, cc + mc, sum_g, sum_h, sum_c, parent_term,
+            gain = _consider(cg + mg, ch + mh, ce + me + shift, sum_g, sum_h, sum_c, parent_term,
                              min_samples_leaf, min_child_weight, reg_lambda)
             if gain > best:
                 best = gain
@@ -114,7 +133,7 @@ def _store_split(f, res, gain, bin_, missing_left, left_sums):
 
 @njit(parallel=True, cache=True)
 def best_splits_per_feature(hist, features, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                            min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
+                            count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
     """Fill the best split arrays of ``features`` from the flat ``hist``; parallel over features.
 
     ``gain[f]`` is ``-inf`` when feature ``f`` has no admissible split.
@@ -123,7 +142,7 @@ def best_splits_per_feature(hist, features, offsets, n_bins, sum_g, sum_h, sum_c
     for k in prange(features.shape[0]):
         f = features[k]
         res = _scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
-                            min_samples_leaf, min_child_weight, reg_lambda)
+                            min_samples_leaf, count_factor, min_child_weight, reg_lambda)
         _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
@@ -148,16 +167,17 @@ def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[
 
 @njit(cache=True, nogil=True, inline="always")
 def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, nb, sum_g, sum_h, sum_c,
-                    min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
+                    min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
+                    missing_left, left_sums):
     _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
-    res = _scan_feature(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf,
+    res = _scan_feature(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, count_factor,
                         min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
 @njit(parallel=True, cache=True)
 def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins,
-                   sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
+                   sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight, reg_lambda,
                    gain, bin_, missing_left, left_sums):
     """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature.
 
@@ -171,14 +191,14 @@ def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist,
             f = features[k]
             hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
             _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], sum_g, sum_h, sum_c,
-                            min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
-                            left_sums)
+                            min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
+                            missing_left, left_sums)
 
 
 @njit(cache=True, nogil=True)
 def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins,
-                          sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
-                          gain, bin_, missing_left, left_sums):
+                          sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight,
+                          reg_lambda, gain, bin_, missing_left, left_sums):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
     scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
@@ -186,40 +206,40 @@ def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, of
         f = features[k]
         hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
         _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], sum_g, sum_h, sum_c,
-                        min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
-                        left_sums)
+                        min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
+                        missing_left, left_sums)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                       min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
+                       count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
     for b in range(offsets[f], offsets[f + 1]):
         parent[b, 0] -= small[b, 0]
         parent[b, 1] -= small[b, 1]
         parent[b, 2] -= small[b, 2]
     res = _scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
-                        min_samples_leaf, min_child_weight, reg_lambda)
+                        min_samples_leaf, count_factor, min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
 
 
 @njit(parallel=True, cache=True)
 def subtract_and_scan(parent, small, features, offsets, n_bins, sum_g, sum_h, sum_c,
-                      min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
-                      left_sums):
+                      min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
+                      missing_left, left_sums):
     """Feature ``f``'s bins: ``parent -= small`` (the parent's buffer becomes the larger child's),
     then scan them."""
     for k in prange(features.shape[0]):
         f = features[k]
         _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                           min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
+                           count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
 
 
 @njit(cache=True, nogil=True)
 def subtract_and_scan_serial(parent, small, features, offsets, n_bins, sum_g, sum_h, sum_c,
-                             min_samples_leaf, min_child_weight, reg_lambda, gain, bin_, missing_left,
-                             left_sums):
+                             min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
+                             missing_left, left_sums):
     """:func:`subtract_and_scan` on one thread (a few features: no thread-pool wake-up)."""
     for k in range(features.shape[0]):
         f = features[k]
         _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                           min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
+                           count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)

@@ -66,9 +66,11 @@ def test_loss_init_scores_and_auc_match_references():
     np.testing.assert_allclose(loss.init_scores(codes), np.log(np.bincount(codes) / 50))
 
 
-def test_first_rounds_equal_lightgbm_multiclass():
+def test_model_equals_lightgbm_multiclass():
+    """30 rounds of 4 trees equal LightGBM's to 1e-6: the same gradients, hessians, initial scores
+    and, with ``leaf_count="auto"`` (LightGBM's hessian-estimated ``min_data_in_leaf``), splits."""
     X, y = _data()
-    for rounds in (1, 3):   # later rounds part on float32 near-ties of LightGBM's gradients
+    for rounds in (1, 30):
         ours = GBFSClassifier(n_estimators=rounds, **NEWTON).fit(X, y)
         booster = lgb.train(dict(objective="multiclass", num_class=4, num_leaves=15, min_data_in_leaf=20,
                                  min_sum_hessian_in_leaf=1e-3, lambda_l2=1.0, learning_rate=0.1, max_bin=255,
@@ -77,6 +79,45 @@ def test_first_rounds_equal_lightgbm_multiclass():
         np.testing.assert_allclose(ours.decision_function(X), booster.predict(X, raw_score=True), atol=1e-6)
         np.testing.assert_allclose(ours.predict_proba(X), booster.predict(X), atol=1e-6)
         assert len(ours.trees_) == 4 * rounds and ours.n_iter_ == rounds
+    # counting rows exactly instead parts from LightGBM within a few rounds
+    rows = GBFSClassifier(n_estimators=30, leaf_count="rows", **NEWTON).fit(X, y)
+    assert np.max(np.abs(rows.decision_function(X) - booster.predict(X, raw_score=True))) > 1e-3
+
+
+def _naive_scan(hist, n, msl, factor):
+    """Brute force of LightGBM's rule: the right child's bins count round(H_b * factor) rows each,
+    the left child the node's other rows; returns (best gain, its threshold bin)."""
+    G, H = hist[:, 0].sum(), hist[:, 1].sum()
+    best, best_t = -np.inf, -1
+    for t in range(hist.shape[0] - 1):
+        right = sum(np.floor(hist[b, 1] * factor + 0.5) for b in range(t + 1, hist.shape[0]))
+        if right < msl or n - right < msl:
+            continue
+        gl, hl = hist[:t + 1, 0].sum(), hist[:t + 1, 1].sum()
+        gain = gl ** 2 / hl + (G - gl) ** 2 / (H - hl) - G ** 2 / H
+        if gain > best:
+            best, best_t = gain, t
+    return best, best_t
+
+
+def test_hessian_leaf_count_matches_a_brute_force_reference():
+    from gbfs.splitting import _scan_feature
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        nb = int(rng.integers(2, 12))
+        counts = rng.integers(1, 15, nb).astype(float)
+        h = counts * rng.uniform(0.001, 0.25, nb)          # softmax-like hessians, very unequal
+        hist = np.zeros((nb + 1, 3))                         # value bins, then an empty missing bin
+        hist[:nb, 0], hist[:nb, 1], hist[:nb, 2] = rng.normal(size=nb) * h, h, counts
+        n = counts.sum()
+        msl = float(rng.integers(1, 20))
+        factor = n / (h.sum() + 2e-15)
+        gain, t, *_ = _scan_feature(hist, nb, hist[:, 0].sum(), h.sum(), n, msl, factor, 0.0, 0.0)
+        ref_gain, ref_t = _naive_scan(hist[:nb], n, msl, factor)
+        assert t == ref_t
+        if ref_t >= 0:
+            assert gain == pytest.approx(ref_gain, rel=1e-9)
 
 
 def test_one_omega_for_all_classes_pays_a_feature_once():

@@ -41,7 +41,7 @@ def _kernel(X, rows, rw, hw, msl, mcw, lam, n_bins=N_BINS):
     left = np.empty((d, 3))
     best_splits_per_feature(hist, np.arange(d), layout.offsets, layout.n_bins, float(rw[rows].sum()),
                             float(hw[rows].sum()),
-                            float(rows.shape[0]), float(msl), mcw, lam, gain, bin_, ml, left)
+                            float(rows.shape[0]), float(msl), 0.0, mcw, lam, gain, bin_, ml, left)
     return gain, bin_, ml, left
 
 
@@ -288,7 +288,7 @@ def test_build_and_scan_equals_histogram_then_scan(keep, path):
     for a in out:
         a[...] = 0
     build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets, N_BINS,
-                   float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 1e-3, 0.5, *out)
+                   float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 0.0, 1e-3, 0.5, *out)
     ref = _kernel(X, rows, rw, hw, 3, 1e-3, 0.5)
     for got, want in zip(out, ref):
         np.testing.assert_allclose(got[features], want[features], rtol=1e-12, atol=1e-12)
@@ -317,7 +317,7 @@ def test_subtract_and_scan_equals_scan_of_the_sibling():
     out = _split_arrays(d)
     features = np.arange(d)
     subtract_and_scan(parent_hist, small_hist, features, layout.offsets, N_BINS, float(rw[large].sum()),
-                      float(hw[large].sum()), float(large.shape[0]), 2.0, 1e-3, 0.0, *out)
+                      float(hw[large].sum()), float(large.shape[0]), 2.0, 0.0, 1e-3, 0.0, *out)
     np.testing.assert_allclose(parent_hist, naive.flat_histogram(X, large, rw, hw, N_BINS), rtol=1e-9,
                                atol=1e-9)
     ref = _kernel(X, large, rw, hw, 2, 1e-3, 0.0)
