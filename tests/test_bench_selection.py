@@ -40,6 +40,7 @@ def run(tmp_path_factory):
     return out, pd.read_csv(out / "selection.csv"), lines
 
 
+@pytest.mark.slow  # a whole small benchmark run (the module fixture): ~10 s
 def test_outputs_are_written(run):
     out, rows, lines = run
     for name in ("selection.csv", "summary.md", "auc_vs_features.png"):
@@ -52,6 +53,7 @@ def test_outputs_are_written(run):
     assert "## madelon" in summary and "gbfs:best-val" in summary and "| final model |" in summary
 
 
+@pytest.mark.slow  # a whole small benchmark run (the module fixture): ~10 s
 def test_eligibility_and_budgets_from_the_csv(run):
     _, rows, _ = run
     for r in rows.itertuples():
@@ -62,6 +64,7 @@ def test_eligibility_and_budgets_from_the_csv(run):
     assert (budgeted["n_features"] <= budgeted["budget"]).all()
 
 
+@pytest.mark.slow  # a whole small benchmark run (the module fixture): ~10 s
 def test_every_chosen_setting_is_within_budget_and_best_on_validation(run):
     out, rows, _ = run
     chosen = report.choose(rows, BUDGETS)
@@ -92,6 +95,7 @@ def test_every_chosen_setting_is_within_budget_and_best_on_validation(run):
         assert best["chosen_family"].iloc[0] in set(group["family"])
 
 
+@pytest.mark.slow  # a whole small benchmark run (the module fixture): ~10 s
 def test_verdict_lines(run):
     out, _, lines = run
     targets = [line for line in lines if line[:3] in {f"({c})" for c in "abcdef"}]

@@ -111,6 +111,7 @@ def test_missing_data_dir_skips_with_one_line(tmp_path, capsys):
     assert result["rows"] == [] and result["skipped"] == ["tox171"]
 
 
+@pytest.mark.slow  # a whole core benchmark on one shape: ~5 s
 def test_bench_core_text_like_end_to_end(tmp_path, capsys):
     out = tmp_path / "core.json"
     assert bench.main(["core", "--shapes", "text_like", "--row-scale", "0.05", "--trees", "2", "--no-jit",
