@@ -122,20 +122,27 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
                    "root_variance": stats.pop("root_variance"),
                    "gain_normaliser": stats.pop("gain_normaliser"),
                    "n_features_used": len(usage.order), **stats}
-            train.record(rec)
-            for ev in evaluators:
-                ev.record(rec)
-            history.append(rec)
-            for cb in callbacks:
-                cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
-                               end_iteration=params.n_estimators))
-            if selection_settled(params, usage, history):
+            if close_round(it, rec, [train, *evaluators], history, callbacks, model, params, usage):
                 break
     except EarlyStopException as stop:
         best_iteration = stop.best_iteration
     finally:
         step.release()
     return BoostingResult(trees, step.init_score, history, best_iteration)
+
+
+def close_round(it: int, rec: dict, evaluators, history: list, callbacks, model, params: BoostingParams,
+                usage: Usage) -> bool:
+    """End boosting round ``it``: add every evaluator's metrics to ``rec``, append it to
+    ``history``, run the callbacks (which may raise :class:`EarlyStopException`); returns whether
+    the selection has settled (:func:`selection_settled`), so the loop may end."""
+    for ev in evaluators:
+        ev.record(rec)
+    history.append(rec)
+    for cb in callbacks:
+        cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
+                       end_iteration=params.n_estimators))
+    return selection_settled(params, usage, history)
 
 
 def selection_settled(params: BoostingParams, usage: Usage, history: list) -> bool:

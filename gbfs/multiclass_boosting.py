@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from .boosting import BoostingParams, BoostingResult, selection_settled
-from .callbacks import CallbackEnv, EarlyStopException, reset_all
+from .boosting import BoostingParams, BoostingResult, close_round
+from .callbacks import EarlyStopException, reset_all
 from .feature_search import FeatureSearch
 from .grower import TreeGrower
 from .penalty import Usage
@@ -83,14 +83,7 @@ def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage,
                 per_class.append(stats)
             rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
                    **_round_stats(per_class), "n_features_used": len(usage.order)}
-            train.record(rec)
-            for ev in evaluators:
-                ev.record(rec)
-            history.append(rec)
-            for cb in callbacks:
-                cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
-                               end_iteration=params.n_estimators))
-            if selection_settled(params, usage, history):
+            if close_round(it, rec, [train, *evaluators], history, callbacks, model, params, usage):
                 break
     except EarlyStopException as stop:
         best_iteration = stop.best_iteration

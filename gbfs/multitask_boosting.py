@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .boosting import BoostingParams, BoostingResult, Evaluator, selection_settled
-from .callbacks import CallbackEnv, EarlyStopException, reset_all
+from .boosting import BoostingParams, BoostingResult, Evaluator, close_round
+from .callbacks import EarlyStopException, reset_all
 from .metrics import task_weighted
 from .multitask_usage import MultitaskUsage
 from .tree_step import TreeStep
@@ -69,11 +69,7 @@ def boost_multitask(tasks: list[TaskData], bin_mapper, params: BoostingParams, u
                     ev.record(rec)
                 per_task.append(rec)
             rec = _round_record(it, time.perf_counter() - start, per_task, tasks, usage)
-            history.append(rec)
-            for cb in callbacks:
-                cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
-                               end_iteration=params.n_estimators))
-            if selection_settled(params, usage.group, history):
+            if close_round(it, rec, (), history, callbacks, model, params, usage.group):
                 break
     except EarlyStopException as stop:
         best_iteration = stop.best_iteration

@@ -28,19 +28,24 @@ from .metrics import roc_auc
 MIN_CLASS_SHARE = 1e-15
 
 
+@njit(cache=True, inline="always")
+def _logsumexp(row):
+    """``log(sum_k exp(row[k]))``, shifted by the row's maximum to stay finite."""
+    m = row[0]
+    for c in range(1, row.shape[0]):
+        if row[c] > m:
+            m = row[c]
+    s = 0.0
+    for c in range(row.shape[0]):
+        s += math.exp(row[c] - m)
+    return m + math.log(s)
+
+
 @njit(cache=True)
 def row_logsumexp(raw, out):
-    """``out[i] = log(sum_k exp(raw[i, k]))``, shifted by the row's maximum to stay finite."""
-    n, k = raw.shape
-    for i in range(n):
-        m = raw[i, 0]
-        for c in range(1, k):
-            if raw[i, c] > m:
-                m = raw[i, c]
-        s = 0.0
-        for c in range(k):
-            s += math.exp(raw[i, c] - m)
-        out[i] = m + math.log(s)
+    """``out[i] = log(sum_k exp(raw[i, k]))`` for every row."""
+    for i in range(raw.shape[0]):
+        out[i] = _logsumexp(raw[i])
 
 
 @njit(cache=True)
@@ -55,18 +60,10 @@ def class_residuals(y_k, raw_k, lse, factor, r, h):
 
 @njit(cache=True)
 def _log_loss(codes, raw):
-    n, k = raw.shape
     total = 0.0
-    for i in range(n):
-        m = raw[i, 0]
-        for c in range(1, k):
-            if raw[i, c] > m:
-                m = raw[i, c]
-        s = 0.0
-        for c in range(k):
-            s += math.exp(raw[i, c] - m)
-        total += m + math.log(s) - raw[i, int(codes[i])]
-    return total / n
+    for i in range(raw.shape[0]):
+        total += _logsumexp(raw[i]) - raw[i, int(codes[i])]
+    return total / raw.shape[0]
 
 
 class SoftmaxLoss:
