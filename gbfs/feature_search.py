@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._types import ROW_DTYPE
+from .portable import total
 
 
 class FeatureSearch:
@@ -83,10 +84,10 @@ class _GroupTests(FeatureSearch):
         rows_s = rows[pick] if rows.shape[0] else pick.astype(ROW_DTYPE)
         r_s = r_ord[pick]
         h_s = h_ord[pick] if h_ord.shape[0] else h_ord
-        sum_h = float(np.sum(h_s)) if h_s.shape[0] else float(cap)
+        sum_h = total(h_s) if h_s.shape[0] else float(cap)
         # a leaf of min_samples_leaf rows holds about that fraction of the sample
         msl = max(1.0, p.min_samples_leaf * cap / node.count)
-        return self.tester.candidates(rows_s, r_s, h_s, float(np.sum(r_s)), sum_h, cap, msl,
+        return self.tester.candidates(rows_s, r_s, h_s, total(r_s), sum_h, cap, msl,
                                       p.min_child_weight * cap / node.count, p.reg_lambda)
 
 

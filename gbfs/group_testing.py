@@ -51,6 +51,7 @@ from numba import njit, prange
 
 from ._types import MAX_BINS, N_BINS
 from .binning import BinMapper
+from .portable import mean, total
 from .splitting import _scan_feature
 
 GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
@@ -422,8 +423,8 @@ def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
     rng = np.random.default_rng(random_state)
     mapper = BinMapper(MAX_BINS, 200_000, rng).fit(X)
     tester = GroupTester.precompute(mapper.transform(X), mapper.standardised_values_, pl, rng)
-    r = y - y.mean()
-    return tester.candidates(np.empty(0, np.int32), r, np.empty(0), float(r.sum()), float(len(r)),
+    r = y - mean(y)
+    return tester.candidates(np.empty(0, np.int32), r, np.empty(0), total(r), float(len(r)),
                              len(r), min_samples_leaf, 1e-3, 0.0)
 
 

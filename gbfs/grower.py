@@ -28,6 +28,7 @@ from .feature_search import FeatureSearch
 from .histogram import HistogramLayout, build_histogram, gather
 from .partition import GrownTree, Node, split_partition
 from .penalty import Usage
+from .portable import total
 from .sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
 from .splitting import (
     best_splits_per_feature,
@@ -189,7 +190,7 @@ class TreeGrower:
         self._all_rows = n == self._X.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
-        root = Node(builder.add_node(n), 0, n, 0, float(np.sum(root_rw)), float(np.sum(root_hw)))
+        root = Node(builder.add_node(n), 0, n, 0, total(root_rw), total(root_hw))
         self.search.begin_tree(self, root, usage)
         pending, done = [], []
         if self.splittable(root):
@@ -224,7 +225,9 @@ class TreeGrower:
         p = self.params
         if p.max_depth is not None and node.depth >= p.max_depth:
             return False
-        return node.count >= self._min_count and node.sum_h >= 2 * p.min_child_weight
+        # zero hessians and no reg_lambda have no Newton gain (LambdaRank, one relevance): a leaf
+        h_ok = node.sum_h >= 2 * p.min_child_weight and node.sum_h + p.reg_lambda > 0.0
+        return node.count >= self._min_count and h_ok
 
     def _keep_hist(self, node) -> bool:
         """Keep this node's histogram so its children can use the subtraction trick?"""

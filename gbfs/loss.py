@@ -16,6 +16,8 @@ import numpy as np
 from numba import njit
 from scipy.special import expit
 
+from .portable import mean
+
 
 @njit(cache=True)
 def _logistic_residuals(y, raw, r, h):
@@ -61,7 +63,7 @@ class LogisticLoss:
 
     @staticmethod
     def init_score(y: np.ndarray) -> float:
-        p = float(np.clip(np.mean(y), 1e-15, 1 - 1e-15))
+        p = min(max(mean(y), 1e-15), 1 - 1e-15)
         return math.log(p / (1.0 - p))
 
     @staticmethod
@@ -84,7 +86,7 @@ class SquaredLoss:
 
     @staticmethod
     def init_score(y: np.ndarray) -> float:
-        return float(np.mean(y))
+        return mean(y)
 
     @staticmethod
     def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:

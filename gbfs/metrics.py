@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 from sklearn.metrics import average_precision_score
 
+from .portable import binary_log_loss, dot, mean, total
 from .radix import argsort_floats
 
 
@@ -40,12 +43,11 @@ def roc_auc(y: np.ndarray, score: np.ndarray) -> float:
 
 
 def rmse(y: np.ndarray, pred: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((np.asarray(y, dtype=np.float64) - pred) ** 2)))
+    return math.sqrt(mean((np.asarray(y, dtype=np.float64) - pred) ** 2))
 
 
 def log_loss(y: np.ndarray, proba: np.ndarray) -> float:
-    p = np.clip(proba, 1e-15, 1 - 1e-15)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
+    return binary_log_loss(y, proba)
 
 
 def average_precision(y: np.ndarray, score: np.ndarray) -> float:
@@ -66,4 +68,4 @@ def task_weighted(values, sizes) -> float:
     ok = np.isfinite(v) & (w > 0)
     if not np.any(ok):
         return float("nan")
-    return float(np.dot(v[ok], w[ok]) / w[ok].sum())
+    return dot(v[ok], w[ok]) / total(w[ok])

@@ -10,10 +10,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .portable import dot, total
+
 
 def root_sse(rw: np.ndarray, w_sum: float, rsq_w_sum: float) -> float:
     """SSE of the residuals at the tree root, ``sum w r^2 - (sum w r)^2 / sum w`` (A-GBM's SSE_r)."""
-    return rsq_w_sum - float(np.sum(rw)) ** 2 / w_sum
+    return rsq_w_sum - total(rw) ** 2 / w_sum
 
 
 #: hessians below this count as this in the Newton normaliser (XGBoost's floor of p(1 - p)): a
@@ -39,8 +41,15 @@ def gain_normaliser(g_sum: float, h_sum: float, g2_over_h: float, reg_lambda: fl
     leaf per row), i.e. the largest Newton gain achievable at the root.  Multiplying ``y`` by
     ``c`` (squared error) multiplies ``g`` and so every gain and ``N`` by ``c^2``: the normalised
     gain, and so the selection, is invariant to the scale of the target.
+
+    When ``H + lambda = 0`` (every hessian is 0 and ``lambda = 0``, e.g. LambdaRank on rows whose
+    queries all hold one relevance: no pair, so no gradient) no split has a Newton gain: ``N`` is
+    0, which :func:`tree_normaliser` turns into an infinite divisor, and the tree is a leaf.
     """
-    return g2_over_h - g_sum * g_sum / (h_sum + reg_lambda)
+    den = h_sum + reg_lambda
+    if not den > 0.0:
+        return 0.0
+    return g2_over_h - g_sum * g_sum / den
 
 
 @njit(cache=True)
@@ -53,7 +62,7 @@ def sum_g2_over_h(r, h, floor):
 
 def weighted_newton_sums(r, h, rows, w) -> tuple[float, float]:
     h_s = h[rows]
-    return sum_g2_over_h(r[rows] * np.sqrt(w), h_s, HESSIAN_FLOOR), float(np.dot(w, h_s))
+    return sum_g2_over_h(r[rows] * np.sqrt(w), h_s, HESSIAN_FLOOR), dot(w, h_s)
 
 
 def tree_normaliser(params, sse: float, g_sum: float, w_sum: float, newton_sums) -> float:

@@ -44,7 +44,7 @@ from sklearn.base import clone, is_classifier
 
 from . import validation as V
 from .methods import METHODS
-from .metrics import roc_auc
+from .metrics import rmse, roc_auc
 from .penalty import FeatureUsage
 
 
@@ -138,7 +138,7 @@ class SelectionPath:
 def _score(model, X, y, classifier: bool) -> float:
     if classifier:
         return roc_auc((y == model.classes_[1]).astype(np.float64), model.decision_function(X))
-    return -float(np.sqrt(np.mean((np.asarray(y, dtype=np.float64) - model.predict(X)) ** 2)))
+    return -rmse(y, model.predict(X))
 
 
 def _prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ from typing import ClassVar
 import numpy as np
 
 from . import sampling_kernels as kernels
+from .portable import total
 from .sampling_kernels import mvs_probabilities, mvs_threshold  # noqa: F401 (public here too)
 from .validation import check_choice, check_int, check_real, warn_user
 
@@ -51,8 +52,8 @@ def adaptive_lambda(g: np.ndarray, h: np.ndarray | None) -> float:
     root's leaf value under leaf_estimate="mean").
     """
     g, h = kernels.check_gh(g, h)
-    sum_h = float(np.sum(h))
-    return (float(np.sum(g)) / sum_h) ** 2 if sum_h > 0.0 else 0.0
+    sum_h = total(h)
+    return (total(g) / sum_h) ** 2 if sum_h > 0.0 else 0.0
 
 
 # Range checks of the parameters, called as check(name, value); each raises a ValueError naming it

@@ -84,7 +84,8 @@ class SoftmaxLoss:
     def init_scores(self, codes: np.ndarray) -> np.ndarray:
         """``log`` of each class's share of ``codes`` (LightGBM's ``BoostFromScore``)."""
         share = np.bincount(codes.astype(np.int64), minlength=self.n_classes) / codes.shape[0]
-        return np.log(np.maximum(share, MIN_CLASS_SHARE))
+        # the C library's log: numpy's AVX-512 log rounds differently on other CPUs
+        return np.array([math.log(max(s, MIN_CLASS_SHARE)) for s in share])
 
     def loss(self, codes: np.ndarray, raw: np.ndarray) -> float:
         """Mean ``-log p_y``."""

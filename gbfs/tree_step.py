@@ -23,6 +23,7 @@ from .loss import loss_for
 from .methods import METHODS
 from .normaliser import HESSIAN_FLOOR, root_sse, sum_g2_over_h, tree_normaliser, weighted_newton_sums
 from .penalty import Usage
+from .portable import dot, total
 from .tree import PackedEnsemble, Tree
 
 
@@ -89,16 +90,16 @@ class TreeStep:
             unit_h = params.criterion == "sse"
             den = self._ones if params.leaf_estimate == "mean" else h
             w_sum = float(n)
-            sse = root_sse(rw, w_sum, float(np.dot(r, r)))
-            norm = tree_normaliser(params, sse, float(np.sum(r)), w_sum,
-                                   lambda: (sum_g2_over_h(r, h, HESSIAN_FLOOR), float(np.sum(h))))
+            sse = root_sse(rw, w_sum, dot(r, r))
+            norm = tree_normaliser(params, sse, total(r), w_sum,
+                                   lambda: (sum_g2_over_h(r, h, HESSIAN_FLOOR), total(h)))
         else:                    # a row sampler's rows and weights (gbfs.sampling)
             # the sampler sees the hessians the split criterion uses (unit ones for "sse")
             tree_rows, weights = params.sampler.sample(r, h if params.criterion == "newton" else None,
                                                        it, self.sample_rng)
             rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
             wr = rw[:tree_rows.shape[0]] if sampled.compacted else rw[tree_rows]
-            norm = tree_normaliser(params, sse, float(np.sum(wr)), w_sum,
+            norm = tree_normaliser(params, sse, total(wr), w_sum,
                                    lambda rows=tree_rows, w=weights: weighted_newton_sums(r, h, rows, w))
         divisor = self.method.divisor(norm)
         if sampled is not None and sampled.compacted:
@@ -199,8 +200,8 @@ class _SampleBuffers:
         wh = w * h[rows]
         hw = w if params.criterion == "sse" else wh
         den = w if params.leaf_estimate == "mean" else wh
-        w_sum = float(w.sum())
-        sse = float(np.dot(wr, r_s)) - float(wr.sum()) ** 2 / w_sum if w_sum > 0 else 0.0
+        w_sum = total(w)
+        sse = dot(wr, r_s) - total(wr) ** 2 / w_sum if w_sum > 0 else 0.0
         self.compacted = self.compact and rows.shape[0] <= COMPACT_MAX_FRACTION * self.n
         if self.compacted:
             return wr, hw, den, sse, w_sum

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from gbfs import GBFSClassifier, GBFSRegressor
+from gbfs import GBFSClassifier, GBFSRanker, GBFSRegressor
 from gbfs.model_io import model_to_dict
+from gbfs.portable import matvec
 
 PATH = Path(__file__).parent / "data" / "reference_models.json"
 
@@ -47,6 +50,9 @@ VARIANTS = [
 ]
 
 
+ESTIMATORS = {"clf": GBFSClassifier, "reg": GBFSRegressor, "multi": GBFSClassifier, "rank": GBFSRanker}
+
+
 def data(n: int = 900, d: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rows with a few informative features among noise, some NaN; binary and real targets."""
     rng = np.random.default_rng(seed)
@@ -54,14 +60,19 @@ def data(n: int = 900, d: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarr
     X[rng.random((n, d)) < 0.02] = np.nan
     x = np.nan_to_num(X, nan=0.5)
     # every feature carries some signal, decaying with its index: penalties and budgets bind
-    signal = (x - 0.5) @ (2.0 * 0.85 ** np.arange(d)) + np.sin(5 * x[:, 7]) + x[:, 11] * x[:, 12]
+    # gbfs.portable's matvec and the C library's sin and pow: BLAS and numpy's SIMD power and sin
+    # round by CPU, and these rows must be the same on every machine
+    sin = np.array([math.sin(v) for v in 5 * x[:, 7]])
+    weights = np.array([2.0 * 0.85 ** k for k in range(d)])
+    signal = matvec(x - 0.5, weights) + sin + x[:, 11] * x[:, 12]
     y_reg = signal + 0.3 * rng.standard_normal(n)
     return X, (y_reg > np.median(y_reg)).astype(int), y_reg
 
 
 def grid() -> list[tuple[str, dict]]:
     """``(name, params)`` of every fit: all methods x samplers (plain), and every method with
-    each variant (no sampler), for the classifier; a smaller grid for the regressor."""
+    each variant (no sampler), for the classifier; smaller grids for the regressor, the multiclass
+    classifier and the ranker, and fits that stop early on a validation split."""
     out = []
     for m in METHODS:
         for s in SAMPLERS:
@@ -73,6 +84,13 @@ def grid() -> list[tuple[str, dict]]:
     for m in METHODS[:3]:
         for extra in ({}, SAMPLERS[4], VARIANTS[2]):
             out.append(("reg", {**m, **extra}))
+    # softmax, LambdaRank and early stopping (a validation loss decides the kept iteration)
+    for m in METHODS[:2]:
+        for extra in ({}, SAMPLERS[4]):
+            out.append(("multi", {**m, **extra}))
+            out.append(("rank", {**m, **extra}))
+    for kind in ("clf", "reg", "multi"):
+        out.append((kind, {**METHODS[1], "early_stopping_rounds": 3}))
     return out
 
 
@@ -83,9 +101,16 @@ def fit(kind: str, params: dict, X: np.ndarray, y_clf: np.ndarray, y_reg: np.nda
         p["feature_bags"] = np.arange(d) // 2
     if p.get("feature_costs") == "ramp":
         p["feature_costs"] = 1.0 + np.arange(d) / d
-    cls = GBFSClassifier if kind == "clf" else GBFSRegressor
-    est = cls(n_estimators=12, max_leaves=8, min_samples_leaf=10, random_state=3, n_threads=1, **p)
-    return est.fit(X, y_clf if kind == "clf" else y_reg)
+    # three classes and four relevance grades from the quantiles of the real target; queries of 10 rows
+    y = {"clf": y_clf, "reg": y_reg, "multi": np.searchsorted(np.quantile(y_reg, [1 / 3, 2 / 3]), y_reg),
+         "rank": np.searchsorted(np.quantile(y_reg, [0.5, 0.75, 0.9]), y_reg)}[kind]
+    est = ESTIMATORS[kind](n_estimators=12, max_leaves=8, min_samples_leaf=10, random_state=3, n_threads=1,
+                           **p)
+    fit_args = {"group": np.full(X.shape[0] // 10, 10)} if kind == "rank" else {}
+    if "early_stopping_rounds" in p:
+        est.set_params(n_estimators=60, learning_rate=1.0)
+        return est.fit(X[:700], y[:700], eval_set=(X[700:], y[700:]))
+    return est.fit(X, y, **fit_args)
 
 
 def digest(est) -> str:
@@ -105,6 +130,8 @@ def compute() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    PATH.parent.mkdir(exist_ok=True)
-    PATH.write_text(json.dumps(compute(), indent=1, sort_keys=True) + "\n")
-    print(f"wrote {PATH}")
+    # python tests/reference_models.py [OUT]: writes the digests to OUT (default: the reference)
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else PATH
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(compute(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {out}")

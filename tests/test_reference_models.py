@@ -1,10 +1,16 @@
 """The booster's structure may change; its models may not: a fixed grid of fits (methods x samplers x
-group-test scopes x budgets x losses) must give byte-identical model files (see reference_models.py)."""
+group-test scopes x budgets x losses) must give byte-identical model files (see reference_models.py),
+here and on another CPU: the same seed gives the same model on every machine."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 import reference_models as R
 
@@ -24,3 +30,28 @@ def test_models_are_byte_identical_to_the_reference(digests):
 def test_the_grid_discriminates(digests):
     # the reference is only worth as much as the grid's variety: most settings give their own model
     assert len(set(digests.values())) >= 0.8 * len(digests)
+
+
+def another_machine(cache_dir: Path) -> dict[str, str]:
+    """Environment that makes this machine compute like one with other SIMD units: numba compiles for
+    a generic x86-64 (no AVX, no FMA), numpy's run-time dispatch is limited to its baseline and
+    OpenBLAS uses its oldest kernels -- what differs on a fresh machine of the same kind."""
+    found = np.__config__.CONFIG["SIMD Extensions"].get("found", [])
+    env = {**os.environ, "NUMBA_CPU_NAME": "generic", "NUMBA_CACHE_DIR": str(cache_dir),
+           "OPENBLAS_CORETYPE": "Prescott"}
+    if found:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(found)
+    return env
+
+
+@pytest.mark.slow
+def test_models_are_the_same_on_another_cpu(tmp_path):
+    out = tmp_path / "digests.json"
+    script = Path(R.__file__)
+    proc = subprocess.run([sys.executable, str(script), str(out)], env=another_machine(tmp_path / "numba"),
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    expected = json.loads(R.PATH.read_text())
+    other = json.loads(out.read_text())
+    changed = [name for name in expected if other.get(name) != expected[name]]
+    assert not changed, f"{len(changed)} of {len(expected)} models differ on another CPU, e.g. {changed[:3]}"

@@ -26,6 +26,7 @@ from gbfs.data.synthetic_base import (
 from gbfs.data.synthetic_flight import flight_frames, flight_like, flight_like_categorical
 from gbfs.data.synthetic_multitask import multitask
 from gbfs.data.synthetic_ranking import ranking_like
+from gbfs.portable import exp2, log2, matvec
 
 __all__ = ["GENERATORS", "PAPER_SHAPES", "SyntheticData", "epsilon_like", "figure1", "flight_frames",
            "flight_like", "gisette_like", "make_figure1_regression", "make_sparse_classification",
@@ -57,7 +58,7 @@ def make_sparse_classification(n_samples: int, n_features: int, n_informative: i
     informative = np.arange(k)
     coef = rng.uniform(1.0, 2.0, size=k) * rng.choice([-1.0, 1.0], size=k)
     signal = np.zeros(n_samples)
-    shapes = (lambda x: x, lambda x: 2.0 ** x, lambda x: np.log2(1.0 + x))
+    shapes = (lambda x: x, exp2, lambda x: log2(1.0 + x))
     for i, j in enumerate(informative):
         signal += coef[i] * shapes[i % 3](X[:, j].astype(np.float64))
     if k >= 2:
@@ -77,7 +78,8 @@ def make_figure1_regression(n_samples: int, n_features: int, random_state: int |
     """
     rng = np.random.default_rng(random_state)
     X = rng.random((n_samples, n_features))
-    y = 2 * X[:, 0] - 3 * 2.0 ** X[:, 1] + np.log2(1 + X[:, 2]) + rng.standard_normal(n_samples)
+    # gbfs.portable's 2^x and log2: numpy's SIMD versions round by CPU, and so would the target
+    y = 2 * X[:, 0] - 3 * exp2(X[:, 1]) + log2(1 + X[:, 2]) + rng.standard_normal(n_samples)
     return X, y
 
 
@@ -119,7 +121,7 @@ class _LabelModel:
     def score(self, X_rel: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """Noisy score whose sign against ``threshold`` is the label."""
         T = (self.terms(X_rel) - self.term_mean) / self.term_std
-        return T @ self.coef + self.noise * rng.standard_normal(len(X_rel))
+        return matvec(T, self.coef) + self.noise * rng.standard_normal(len(X_rel))
 
     def labels(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """int64 labels of full rows ``X``."""
