@@ -39,6 +39,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from . import portable as P
 from . import validation as V
 from .estimators import GBFSClassifier, GBFSRegressor
 from .loss import LOSSES
@@ -155,7 +156,7 @@ def _statistic(x_new: np.ndarray, signal: np.ndarray, regressor) -> float:
         # the ties of a constant candidate's statistics (all of them 0) compare at random
         return 0.0
     n = signal.shape[0]
-    return math.sqrt(n) * float(np.mean(g * signal) - np.mean(g) * np.mean(signal))
+    return math.sqrt(n) * (P.mean(g * signal) - P.mean(g) * P.mean(signal))
 
 
 # ------------------------------------------------------------------------------------ the test
@@ -260,9 +261,9 @@ def bootstrap_null(x_new: np.ndarray, signal: np.ndarray, regressor, n_bootstrap
     for b in range(n_bootstrap):
         xb = x_new[rng.integers(0, n, n)]
         lb = signal[rng.integers(0, n, n)]
-        sd = lb.std()
+        sd = P.std(lb)
         # every draw the same value (tiny n): no direction to correlate with
-        out[b] = 0.0 if sd == 0 else _statistic(xb, (lb - lb.mean()) / sd, regressor)
+        out[b] = 0.0 if sd == 0 else _statistic(xb, (lb - P.mean(lb)) / sd, regressor)
     return out
 
 
@@ -298,11 +299,11 @@ def _encode_target(model, y, n: int) -> np.ndarray:
 def _standardise_gradient(model, y: np.ndarray, raw: np.ndarray) -> np.ndarray:
     r, h = np.empty_like(raw), np.empty_like(raw)
     LOSSES[model._loss].residuals(y, raw, r, h)   # r = -dL/dF, the library's own loss
-    sd = float(r.std())
+    sd = P.std(r)
     if not sd > 0:
         raise ValueError("the model's loss gradient is constant on these rows (y, X): there is "
                          "nothing a new feature could correlate with")
-    return (r - r.mean()) / sd
+    return (r - P.mean(r)) / sd
 
 
 def _candidates(X_new, n: int, feature_names) -> tuple[np.ndarray, list[str]]:
@@ -314,7 +315,7 @@ def _candidates(X_new, n: int, feature_names) -> tuple[np.ndarray, list[str]]:
         names = [str(c) for c in X_new.columns]
     elif hasattr(X_new, "name") and hasattr(X_new, "to_numpy"):   # Series
         names = [str(X_new.name)] if X_new.name is not None else None
-    V.reject_non_numeric(X_new, "X_new")
+    V.reject_non_numeric(X_new, "X_new", categorical=False)  # the test regresses on numbers
     try:
         arr = np.asarray(X_new, dtype=np.float64)
     except (TypeError, ValueError) as e:

@@ -83,6 +83,13 @@ def mean(a: np.ndarray) -> float:
     return float(ordered_sum(a)) / a.shape[0] if a.shape[0] else math.nan
 
 
+def std(a: np.ndarray, ddof: int = 0) -> float:
+    """Standard deviation ``sqrt(sum (a - mean)^2 / (n - ddof))`` by :func:`mean` and :func:`dot`."""
+    a = np.ascontiguousarray(a, dtype=np.float64).ravel()
+    d = a - mean(a)
+    return math.sqrt(dot(d, d) / (a.shape[0] - ddof))
+
+
 def matvec(A: np.ndarray, x: np.ndarray) -> np.ndarray:
     """``A @ x`` by :func:`ordered_matvec` (``A`` 2-D, ``x`` 1-D; float64 result)."""
     return ordered_matvec(np.ascontiguousarray(A, dtype=np.float64),

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from gbfs import GBFSClassifier, GBFSRanker, GBFSRegressor
+from gbfs.data import GENERATORS
 from gbfs.model_io import model_to_dict
 from gbfs.portable import matvec
 
@@ -124,9 +125,21 @@ def name_of(kind: str, params: dict) -> str:
     return kind + ":" + ",".join(f"{k}={v}" for k, v in sorted(params.items()))
 
 
+def data_digests(scale: float = 0.05) -> dict[str, str]:
+    """sha256 of every synthetic stand-in's arrays (small scale): the same seed, the same data."""
+    out = {}
+    for name in sorted(GENERATORS):
+        d = GENERATORS[name](scale=scale, random_state=0)
+        h = hashlib.sha256()
+        for a in (d.X_train, d.y_train, d.X_test, d.y_test):
+            h.update(np.ascontiguousarray(a.toarray() if hasattr(a, "toarray") else a).tobytes())
+        out["data:" + name] = h.hexdigest()
+    return out
+
+
 def compute() -> dict[str, str]:
     X, y_clf, y_reg = data()
-    return {name_of(k, p): digest(fit(k, p, X, y_clf, y_reg)) for k, p in grid()}
+    return {**{name_of(k, p): digest(fit(k, p, X, y_clf, y_reg)) for k, p in grid()}, **data_digests()}
 
 
 if __name__ == "__main__":

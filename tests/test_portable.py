@@ -44,6 +44,7 @@ def test_mean_and_matvec():
     assert np.array_equal(red.matvec(A, x), [red.dot(row, x) for row in A])
     np.testing.assert_allclose(red.matvec(A, x), A @ x, rtol=1e-12)
     assert red.mean(A) == lanes_sum(A.ravel()) / A.size
+    assert red.std(x, ddof=1) == pytest.approx(np.std(x, ddof=1), rel=1e-12)
     assert math.isnan(red.mean(np.empty(0)))
 
 
