@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 
 from gbfs.data.synthetic import make_figure1_regression
 from gbfs.group_testing import plan, root_candidates
+from runners.tracking import git_commit
 
 S = 3  # target features, fixed by the paper's experiment
 DELTA = 0.1
@@ -289,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     (out / "figure1_summary.json").write_text(json.dumps({
         "s": S, "delta": DELTA, "n_subsets": p.n_subsets, "replications": args.replications,
         "seed": args.seed, "d_values": d_values, "n_values": n_values, "total_seconds": round(total, 2),
-        "n80": summary}, indent=2) + "\n")
+        "n80": summary, "command": " ".join(["python -m runners.figure1", *(argv or sys.argv[1:])]),
+        "git_commit": git_commit()}, indent=2) + "\n")
 
     print(f"\nsuccess rate (candidate set contains columns 0, 1, 2), {args.replications} replications, "
           f"{total:.0f}s\n")
