@@ -74,8 +74,9 @@ PARAM_DOC = """
     early_stopping_rounds : int or None, default=None
         Stop when the first eval set's loss has not improved for this many trees;
         the model keeps the trees up to the best iteration.  Needs ``eval_set``.
-    n_target_features : int, default=10
-        GT-GBM's s, the number of important features sought per split (Algorithm 2).
+    n_target_features : int or None, default=None
+        GT-GBM's s, the number of important features sought per split (Algorithm 2);
+        None: ``min(10, n_features)``.  A value above the number of features is refused.
     delta : float in (0, 1), default=0.1
         GT-GBM's failure probability of Theorem 4.1.
     n_subsets : int or None, default=None

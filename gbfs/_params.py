@@ -115,7 +115,7 @@ def _selection_params(est, method) -> None:
                          "features by importance, no penalty); use gbfs, agbm or gtgbm")
 
 def _group_test_params(est, method, warn) -> str:
-    V.check_int("n_target_features", est.n_target_features, 1)
+    V.check_int("n_target_features", est.n_target_features, 1, allow_none=True)
     V.check_real("delta", est.delta, 0.0, 1.0, low_open=True, high_open=True)
     V.check_int("n_subsets", est.n_subsets, 1, allow_none=True)
     V.check_int("subset_size", est.subset_size, 1, allow_none=True)
@@ -131,13 +131,18 @@ def _group_test_params(est, method, warn) -> str:
     return scope
 
 def group_test_plan(est, n_rows, n_features):
-    """GT-GBM's subset plan, checked against the data width and the memory budget."""
-    if est.n_target_features > n_features:
-        raise ValueError(f"n_target_features={est.n_target_features} exceeds the "
-                         f"{n_features} features of X")
+    """GT-GBM's subset plan, checked against the data width and the memory budget.
+
+    ``n_target_features=None`` (the default) seeks ``min(10, n_features)`` features, so GT-GBM's
+    defaults fit narrow data; a value given explicitly must not exceed the width."""
+    s = est.n_target_features
+    if s is None:
+        s = min(group_testing.DEFAULT_N_TARGET_FEATURES, n_features)
+    elif s > n_features:
+        raise ValueError(f"n_target_features={s} exceeds the {n_features} features of X")
     if est.subset_size is not None and est.subset_size > n_features:
         raise ValueError(f"subset_size={est.subset_size} exceeds the {n_features} features of X")
-    pl = group_testing.plan(n_rows, n_features, est.n_target_features, float(est.delta),
+    pl = group_testing.plan(n_rows, n_features, s, float(est.delta),
                             est.n_subsets, est.subset_size)
     group_testing.check_memory(pl, int(est.max_precompute_bytes), est.n_subsets, est.subset_size)
     return pl

@@ -47,6 +47,8 @@ def cat_settings(cat_smooth: float, cat_l2: float, max_cat_threshold: int, min_d
 def _children(lg, lh, sum_g, sum_h, l2):
     rg = sum_g - lg
     rh = sum_h - lh
+    if lh + l2 <= 0.0 or rh + l2 <= 0.0:
+        return -np.inf  # a child of zero hessians has no Newton step (see splitting._consider)
     return lg * lg / (lh + l2) + rg * rg / (rh + l2)
 
 

@@ -6,7 +6,9 @@ A categorical column reaches the booster as non-negative integer codes (NaN: mis
 * a pandas ``category`` column (or a string/object column named in ``categorical_features``) is
   coded by the position of its value in the training categories, which the model keeps
   (``categories_``), so prediction maps values, never the codes of another frame: a category
-  unseen in training is predicted like a missing value;
+  unseen in training is predicted like a missing value (as LightGBM does), but a value of another
+  kind than the training categories (a number where they are strings, or the reverse) is refused,
+  as it is a different encoding of the column, not an unseen category;
 * a numeric column named in ``categorical_features`` must already hold such codes (as for
   LightGBM's ``categorical_feature``); any other value is refused, never rounded.
 """
@@ -126,26 +128,32 @@ def fit_categories(X, features: np.ndarray) -> list:
 
 def encode(X, features: np.ndarray, categories: list, name: str = "X"):
     """``X`` with its categorical columns as float codes (NaN: missing or unseen category); the
-    input is never modified.  A DataFrame stays a DataFrame (its column names are kept)."""
+    input is never modified.  A DataFrame stays a DataFrame (its column names are kept).
+
+    Raises
+    ------
+    TypeError
+        If a column holds values of another kind than the categories it was fitted on (numbers for
+        string categories, or the reverse), or is sparse while it was fitted on category values.
+    """
     if len(features) == 0:
         return X
     if scipy.sparse.issparse(X):
         csc = X.tocsc()
-        for j in features:
+        for j, cats in zip(features, categories):
+            if cats is not None:  # a sparse column's implicit zeros have no category value
+                raise TypeError(f"{name} is sparse, but column {j} was fitted on category values "
+                                f"({_preview(cats)}); pass a DataFrame with those values")
             _check_codes(csc[:, [j]].toarray().ravel(), j, name)
         return X
     if _is_frame(X):
-        import pandas as pd
-
         X = X.copy(deep=False)
         for j, cats in zip(features, categories):
             col = X.iloc[:, j]
-            if cats is not None and not (_is_category(col.dtype) or _is_text(col.dtype)):
-                codes = _check_codes(col.to_numpy(dtype=np.float64, na_value=np.nan), j, name,
-                                     n_categories=len(cats))
-            elif cats is not None:  # by value; -1: missing or unseen
-                codes = pd.Index(cats).get_indexer(np.asarray(col, dtype=object)).astype(np.float64)
-                codes[codes < 0] = np.nan
+            if cats is not None:
+                by_value = _is_category(col.dtype) or _is_text(col.dtype)
+                values = np.asarray(col, dtype=object) if by_value else col.to_numpy()
+                codes = _codes_of_values(values, cats, f"{name} column {X.columns[j]!r}")
             elif _is_category(col.dtype) or _is_text(col.dtype):
                 raise TypeError(f"{name} column {X.columns[j]!r} holds {col.dtype} values, but the model "
                                 "was fitted on integer codes for it")
@@ -156,9 +164,56 @@ def encode(X, features: np.ndarray, categories: list, name: str = "X"):
     X = np.asarray(X)
     if X.dtype.kind not in "iufb":
         return X  # the caller's numeric check names the problem
-    for j in features:
-        _check_codes(X[:, j].astype(np.float64), j, name)
-    return X
+    out = None
+    for j, cats in zip(features, categories):
+        if cats is None:
+            _check_codes(X[:, j].astype(np.float64), j, name)
+            continue
+        if out is None:
+            out = X.astype(np.float64)  # a copy: the caller's array is never modified
+        out[:, j] = _codes_of_values(X[:, j], cats, f"{name} column {j}")
+    return X if out is None else out
+
+
+#: pandas' inferred kinds of numeric values (``pandas.api.types.infer_dtype``)
+_NUMERIC_KINDS = frozenset({"integer", "floating", "mixed-integer-float", "decimal", "integer-na"})
+
+
+def _kind(values) -> str:
+    """``"string"``, ``"numeric"``, ``"empty"`` (nothing but missing values) or pandas' inferred
+    kind (``"mixed"``, ``"boolean"``, ``"bytes"``...) of non-missing ``values``."""
+    import pandas as pd
+    from pandas.api.types import infer_dtype
+
+    values = np.asarray(values)
+    values = values[~pd.isna(values)]
+    if values.size == 0:
+        return "empty"  # a float column of NaN only: missing values, not numbers
+    kind = infer_dtype(values, skipna=True)
+    return "numeric" if kind in _NUMERIC_KINDS else kind
+
+
+def _preview(cats) -> str:
+    values = np.asarray(cats).tolist()
+    return ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
+
+
+def _codes_of_values(values, cats, what: str) -> np.ndarray:
+    """Each value's position in the training categories ``cats`` (NaN: missing or unseen).
+
+    Values of another kind than the categories are refused: an integer in a column fitted on
+    strings is not an unseen category but another encoding (say, the codes of some other frame),
+    which would otherwise be predicted as missing without a word."""
+    import pandas as pd
+
+    fitted, given = _kind(cats), _kind(values)
+    if fitted in ("string", "numeric") and given not in ("empty", fitted):
+        raise TypeError(f"{what} holds {given} values, but the model was fitted on {fitted} categories "
+                        f"of it ({_preview(cats)}); give values of that kind (one the model has not seen "
+                        "is predicted as missing)")
+    codes = pd.Index(cats).get_indexer(np.asarray(values, dtype=object)).astype(np.float64)
+    codes[codes < 0] = np.nan
+    return codes
 
 
 def _check_codes(values: np.ndarray, j: int, name: str, n_categories: int | None = None) -> np.ndarray:

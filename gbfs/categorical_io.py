@@ -49,10 +49,8 @@ def categories_from_json(obj, d: int) -> tuple[np.ndarray, list]:
             if not isinstance(cat, dict) or not isinstance(cat.get("values"), list):
                 raise ValueError(f"categorical: categories of feature {f} must be null or "
                                  "{'dtype', 'values'}")
-            try:
-                cat = np.asarray(cat["values"], dtype=np.dtype(cat["dtype"]))
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"categorical: categories of feature {f}: {e}") from e
+            # exactly as saved: a dtype that alters a value would map the column's values elsewhere
+            cat = V.labels_from_json(cat, f"categorical: categories of feature {f}")
         out.append(cat)
     return np.asarray(features, dtype=np.int64), out
 

@@ -9,7 +9,8 @@ A model file is one JSON object::
 (canonical JSON: ``json.dumps(body, sort_keys=True, separators=(",", ":"))``, strict: no NaN).
 It is written atomically -- to a fresh temporary name in the target's folder, fsynced, renamed over
 the target -- so readers and concurrent writers never see a partial file and a failed save leaves
-nothing behind; the file's mode follows the umask.
+nothing behind; a new file's mode follows the umask, a replaced file keeps its mode, a read-only
+file is refused and a symbolic link is written through (:func:`write_atomic`).
 
 An estimator joins with one decorator and two methods::
 
@@ -33,6 +34,7 @@ import importlib
 import json
 import os
 import secrets
+import stat
 from pathlib import Path
 
 FORMAT = "gbfs-model"
@@ -70,14 +72,23 @@ def seal(estimator: str, body: dict) -> dict:
 def write_atomic(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` through a unique temporary file renamed over it.
 
+    As ``open(path, "w")`` would: a symbolic link is written through (the link stays, its target
+    gets the content), a file that exists keeps its permission bits, and a read-only file is not
+    replaced.
+
     Raises
     ------
     IsADirectoryError
         If ``path`` is a directory.
+    PermissionError
+        If ``path`` is an existing file that is read-only (no write permission bit) or that this
+        process may not write.
     """
-    path = Path(path)
+    # the rename would replace the link itself by a regular file: rename over its target instead
+    path = Path(os.path.realpath(path))
     if path.is_dir():
         raise IsADirectoryError(errno.EISDIR, "save_model needs a file path, not a directory", str(path))
+    mode = _replaced_mode(path)
     # os.open with O_EXCL, not mkstemp: mkstemp's files are 0600, this one gets 0666 minus the umask
     # like any file the user creates; 64 random bits make a name clash as unlikely as a hash collision
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
@@ -87,11 +98,28 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())  # the rename must not reach the disk before the content
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _replaced_mode(path: Path) -> int | None:
+    """The permission bits of the file ``path`` replaces (None: there is none), refusing a file
+    the user could not open for writing -- or, as root, one marked read-only for everyone: a
+    rename over it would succeed where writing to it should not."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    if not mode & 0o222 or not os.access(path, os.W_OK):
+        raise PermissionError(errno.EACCES, "Permission denied: save_model does not replace a read-only "
+                              "file", str(path))
+    return mode
 
 
 def save(est, path: str | os.PathLike) -> None:

@@ -301,6 +301,10 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
         lo = 0
         hi = m
         best = -np.inf
+        if m == 1:  # one feature per subset (s = d): nothing to halve, the feature is tested alone
+            mn1, mx1 = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, 0, 1, rows, n, zl)
+            best = _pseudo_gain(zl, mn1, mx1, _F32_NOISE, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
+                                min_samples_leaf, min_child_weight, reg_lambda)
         while hi - lo > 1:
             mid = lo + (hi - lo) // 2
             mnl, mxl = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)

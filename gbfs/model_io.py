@@ -40,10 +40,12 @@ Finite floats use Python's shortest round-tripping repr, so predictions of a
 loaded model equal the saved model's exactly.
 
 A file that is not UTF-8 JSON, has another format or version, fails the checksum,
-or holds anything ``fit`` would not have produced -- parameters ``fit`` refuses
-(checked by the estimator's own validation), classes that are not at least two sorted
-labels of one kind, a non-finite init score or leaf value, an inconsistent tree --
-is refused with a ``ValueError`` naming the file and the field.
+or holds anything ``fit`` + ``save_model`` would not have produced -- a key they do not
+write, parameters ``fit`` refuses (checked by the estimator's own validation), classes
+that are not at least two sorted labels of one kind or that their dtype does not hold
+exactly, unsorted or non-finite bin edges, no tree, a non-finite init score or leaf
+value, an inconsistent tree -- is refused with a ``ValueError`` naming the file and the
+field.
 
 A file is written to a fresh temporary name in the target's directory (mode from
 the umask, as for any new file) and renamed over the target, so readers and
@@ -196,6 +198,20 @@ def model_from_dict(body, source="model") -> object:
     return from_dict(body, source)
 
 
+#: the keys of :func:`common_body` (``categorical`` and ``classes`` are optional) and the envelope's
+COMMON_KEYS = frozenset({"format", "format_version", "estimator", "params", "n_features_in",
+                         "feature_names_in", "bin_edges", "categorical", "classes"})
+#: the keys of :func:`gbfs_body` (``selected_features`` is optional)
+GBFS_KEYS = COMMON_KEYS | {"init_score", "best_iteration", "trees", "selected_features"}
+
+
+def check_keys(body: dict, allowed: frozenset) -> None:
+    """A file holds only keys ``save_model`` writes: anything else was added by hand."""
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ValueError(f"unknown key {unknown[0]!r}: this model file holds only {sorted(allowed)}")
+
+
 def restore_common(est, body) -> int:
     """Set parameters, inputs, classes and the bin mapper from ``body``; returns ``n_features``."""
     d = body["n_features_in"]
@@ -212,7 +228,7 @@ def restore_common(est, body) -> int:
         raise ValueError("classes must be given for a classifier, and only for a classifier")
     if "classes" in body:
         est.classes_ = _classes_from_json(body["classes"])
-    edges = [_dec_float_list(e, f"bin_edges[{f}]") for f, e in enumerate(body["bin_edges"])]
+    edges = [_edges_from_json(e, f, est.max_bins) for f, e in enumerate(body["bin_edges"])]
     if len(edges) != d:
         raise ValueError("bin_edges must have one list per feature")
     bm = BinMapper(max_bins=est.max_bins)
@@ -222,14 +238,32 @@ def restore_common(est, body) -> int:
     for f, e in enumerate(edges):
         bm.bin_edges_[f, :len(e)] = e
     restore_categorical(est, bm, body.get("categorical"), d)
+    for f in est.categorical_features_:  # a categorical feature's bins are its codes, not edges
+        if edges[f].size:
+            raise ValueError(f"bin_edges[{f}] must be empty: feature {f} is categorical")
     bm.n_bins_non_missing_ = bm.n_edges_ + 1
     est._bin_mapper = bm
     return d
 
 
+def _edges_from_json(values, f: int, max_bins: int) -> np.ndarray:
+    """Feature ``f``'s bin edges as fit finds them: finite, sorted, at most ``max_bins - 1``
+    (midpoints of consecutive values may round to one float, so equal edges are kept)."""
+    e = _dec_float_list(values, f"bin_edges[{f}]")
+    if not np.all(np.isfinite(e)):
+        raise ValueError(f"bin_edges[{f}] holds a non-finite edge")
+    if np.any(e[1:] < e[:-1]):
+        raise ValueError(f"bin_edges[{f}] must be sorted in increasing order")
+    if e.size > max_bins - 1:
+        raise ValueError(f"bin_edges[{f}] holds {e.size} edges, more than max_bins - 1 = {max_bins - 1}")
+    return e
+
+
 def trees_from_json(values, d: int, what: str = "trees") -> list:
     if not isinstance(values, list):
         raise ValueError(f"{what} must be a list")
+    if not values:  # n_estimators >= 1, and early stopping keeps the trees up to the best one
+        raise ValueError(f"{what} must hold at least one tree: a fit grows at least one")
     return [_tree_from_json(t, d, k, what) for k, t in enumerate(values)]
 
 
@@ -248,6 +282,7 @@ def best_iteration_from_json(best, n_trees: int):
 
 def restore_gbfs(est, body) -> None:
     """Restore a single-task estimator from the keys of :func:`gbfs_body`."""
+    check_keys(body, GBFS_KEYS)
     d = restore_common(est, body)
     trees = trees_from_json(body["trees"], d)
     check_categorical_trees(trees, est._bin_mapper)
@@ -279,14 +314,10 @@ def _restore_params(est, params, n_features) -> None:
 
 
 def _classes_from_json(obj) -> np.ndarray:
-    """The classes, validated as ``fit`` validates ``y``: one kind of label, sorted, distinct."""
-    if not isinstance(obj, dict) or not isinstance(obj.get("values"), list):
-        raise ValueError("classes must be an object with a list 'values'")
-    try:
-        values = np.asarray(obj["values"], dtype=np.dtype(obj["dtype"]))
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"classes: cannot read {obj['values']!r} as dtype {obj['dtype']!r} ({e})") from e
-    if values.ndim != 1 or values.shape[0] < 2:
+    """The classes, exactly as saved and validated as ``fit`` validates ``y``: one kind of label,
+    sorted, distinct."""
+    values = V.labels_from_json(obj, "classes")
+    if values.shape[0] < 2:
         raise ValueError(f"classes must hold at least two labels, got {obj['values']!r}")
     classes = V.class_labels(values, "classes")
     if not np.array_equal(classes, values):

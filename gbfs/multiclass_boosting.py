@@ -10,7 +10,7 @@ model, as the multitask penalty of the GT-GBM paper's Eq. 2 pays once for all ta
 
 The trees come back round-major (tree ``i`` belongs to class ``i % K``, LightGBM's order) and
 ``history`` has one record per round: ``{set}_loss`` (multiclass log-loss), ``{set}_auc`` (macro
-one-vs-rest AUC) and ``{set}_accuracy``.
+one-vs-rest AUC) and ``{set}_accuracy``, and the trees' statistics (:func:`_round_stats`).
 """
 
 from __future__ import annotations
@@ -93,10 +93,13 @@ def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage,
 
 
 def _round_stats(per_class: list[dict]) -> dict:
-    """A round's tree statistics: the classes' mean root variance and gain normaliser, their
-    total number of leaves (and of sampled rows)."""
+    """A round's tree statistics: the classes' mean root variance and gain normaliser, each
+    class's gain normaliser (``gain_normaliser_class{k}``: A-GBM divides class ``k``'s gains by
+    it, so a normalised gain of its tree needs it), their total number of leaves (and of sampled
+    rows)."""
     out = {"root_variance": float(np.mean([s["root_variance"] for s in per_class])),
            "gain_normaliser": float(np.mean([s["gain_normaliser"] for s in per_class])),
+           **{f"gain_normaliser_class{k}": float(s["gain_normaliser"]) for k, s in enumerate(per_class)},
            "n_leaves": int(sum(s["n_leaves"] for s in per_class))}
     if "n_rows_sampled" in per_class[0]:
         out["n_rows_sampled"] = int(sum(s["n_rows_sampled"] for s in per_class))

@@ -35,6 +35,10 @@ from .multitask_usage import MultitaskUsage
 from .refit import importances
 from .tree import PackedEnsemble
 
+#: the keys of a multitask model file: a single-task file's without init_score, trees and
+#: selected_features, with the tasks and their trees (see ``save_model``)
+MULTITASK_KEYS = model_io.COMMON_KEYS | {"tasks", "task_sizes", "init_scores", "best_iteration", "task_trees"}
+
 
 def _seeds(seed: int, stream: int, t: int) -> list[int]:
     # task 0 draws from the single-task estimator's streams: one task gives exactly its model
@@ -261,12 +265,12 @@ class _MultitaskBase(_GBFSBase):
 
     @classmethod
     def _from_model_body(cls, body: dict):
+        model_io.check_keys(body, MULTITASK_KEYS)
         est = cls()
         d = model_io.restore_common(est, body)
         if hasattr(est, "classes_") and est.classes_.shape[0] != 2:
             raise ValueError(f"classes must hold exactly two labels, got {est.classes_.tolist()}")
-        tasks = body["tasks"]
-        est.tasks_ = np.asarray(tasks["values"], dtype=np.dtype(tasks["dtype"]))
+        est.tasks_ = V.labels_from_json(body["tasks"], "tasks")
         T = est.tasks_.shape[0]
         if est.tasks_.ndim != 1 or T < 1 or np.unique(est.tasks_).shape[0] != T \
                 or not np.array_equal(np.unique(est.tasks_), est.tasks_):

@@ -46,6 +46,7 @@ from . import validation as V
 from .methods import METHODS
 from .metrics import rmse, roc_auc
 from .penalty import FeatureUsage
+from .softmax import macro_auc
 
 
 @dataclass
@@ -64,7 +65,9 @@ class BudgetResult:
     features : ndarray of int
         The selected features, in order of selection.
     val_score : float
-        Validation AUC (classifier) or minus the validation RMSE (regressor) of the refitted model.
+        Validation AUC (binary classifier), macro one-vs-rest AUC of the class probabilities (more
+        than two classes: the ``val_auc`` such a fit records) or minus the validation RMSE
+        (regressor) of the refitted model.
     test_score : float or None
         The same on ``test_set`` (computed after the choice, never used for it).
     seconds : float
@@ -129,16 +132,32 @@ class SelectionPath:
             ax.plot(ks, [r.test_score for r in self.results], "s--", label="chosen (test)")
         ax.set_xscale("log")
         ax.set_xlabel("number of features")
-        ax.set_ylabel("AUC" if self.timings.get("metric") == "auc" else "-RMSE")
+        ax.set_ylabel({"auc": "AUC", "macro_auc": "macro AUC"}.get(self.timings.get("metric"), "-RMSE"))
         ax.set_title(f"Selection path ({len(self.probes)} probes, {self.seconds:.1f} s)")
         ax.legend(fontsize=8)
         return ax
 
 
 def _score(model, X, y, classifier: bool) -> float:
-    if classifier:
-        return roc_auc((y == model.classes_[1]).astype(np.float64), model.decision_function(X))
-    return -rmse(y, model.predict(X))
+    """Higher is better: AUC (two classes), macro one-vs-rest AUC of the probabilities (more
+    classes, as a multiclass fit's ``val_auc``), minus RMSE (regressor)."""
+    if not classifier:
+        return -rmse(y, model.predict(X))
+    classes = model.classes_
+    if classes.shape[0] == 2:
+        return roc_auc((y == classes[1]).astype(np.float64), model.decision_function(X))
+    y = np.asarray(y)
+    codes = np.full(y.shape[0], -1)  # a label the model was not fitted on is a negative of every class
+    for k, c in enumerate(classes):
+        codes[y == c] = k
+    return macro_auc(codes, model.predict_proba(X))
+
+
+def _metric(estimator, prep) -> str:
+    """The name of :func:`_score`'s metric for ``estimator`` fitted on ``prep``."""
+    if not is_classifier(estimator):
+        return "neg_rmse"
+    return "macro_auc" if len(prep.inputs["classes_"]) > 2 else "auc"
 
 
 def _prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:
@@ -216,7 +235,8 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     estimator : GBFSClassifier or GBFSRegressor
         The template: method (``"gbfs"``, ``"agbm"``, ``"gtgbm"``), criterion, tree settings,
         sampler, seed.  Its ``mu``, ``max_features`` and ``refit`` are set by the path.  Give it
-        ``early_stopping_rounds`` so that every fit stops on the eval set.
+        ``early_stopping_rounds`` so that every fit stops on the eval set.  A classifier may
+        have more than two classes (its models are then chosen by macro AUC).
     X, y : training data
     eval_set : tuple (X_val, y_val)
         The validation data every choice is made on.
@@ -272,7 +292,7 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
             r.test_score = _score(r.model, test_set[0], test_set[1], classifier)
     probes = [{k: v for k, v in p.items() if k != "history"} for _, p in sorted(search.probes.items())]
     timings = {"unpenalised_seconds": t_base, "probe_seconds": sum(p["seconds"] for p in probes),
-               "metric": "auc" if classifier else "neg_rmse"}
+               "metric": _metric(estimator, prep)}
     return SelectionPath(results, probes, candidates, mu_max, time.perf_counter() - t_start, timings)
 
 
@@ -285,11 +305,9 @@ class _Unpenalised:
         self.trees = result.trees  # every grown tree, as method="topk" ranks them
         self.n_features = prep.X_binned.shape[1]
         h = result.history
-        root = result.trees[0] if result.trees else None
-        split = root is not None and root.feature[0] >= 0
-        # the smallest mu at which the first tree's root, and so every tree, cannot split
-        divisor = METHODS[template.method].divisor(h[0]["gain_normaliser"]) if split else 1.0
-        self.mu_max = float(root.gain[0] / divisor) if split else 0.0
+        n_classes = len(prep.inputs.get("classes_", ()))
+        first = result.trees[:n_classes if n_classes > 2 else 1]  # a multiclass round: a tree per class
+        self.mu_max = _mu_max(first, h[0] if h else {}, METHODS[template.method])
         # the mu = 0 selection fit with a patience would have ended where Omega first stalled
         n_used = len(usage.order)
         for i in range(patience, len(h)):
@@ -303,6 +321,18 @@ class _Unpenalised:
         from .refit import top_k
 
         return top_k(self.trees, self.n_features, k, importance_type)
+
+
+def _mu_max(first: list, rec: dict, method) -> float:
+    """The smallest mu at which no tree of the first round can split its root, and so no tree can:
+    the largest normalised root gain among them (0 if none splits).  A multiclass round grows a
+    tree per class, each with its own normaliser (``gain_normaliser_class{k}`` in ``rec``)."""
+    best = 0.0
+    for k, root in enumerate(first):
+        if root.feature[0] >= 0:
+            norm = rec["gain_normaliser" if len(first) == 1 else f"gain_normaliser_class{k}"]
+            best = max(best, float(root.gain[0] / method.divisor(norm)))
+    return best
 
 
 def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:

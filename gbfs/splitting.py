@@ -45,6 +45,10 @@ def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, mi
         return -np.inf
     if lh < min_child_weight or rh < min_child_weight:
         return -np.inf
+    # with min_child_weight = 0 a child can hold only zero hessians (LambdaRank rows of queries
+    # with one relevance): it has no Newton step, so no gain (rather than a division by zero)
+    if lh + reg_lambda <= 0.0 or rh + reg_lambda <= 0.0:
+        return -np.inf
     return lg * lg / (lh + reg_lambda) + rg * rg / (rh + reg_lambda) - parent_term
 
 

@@ -85,15 +85,46 @@ def check_feature_vector(name, value, n_features, kind):
     return arr
 
 
-def reject_non_numeric(X, name="X"):
-    """Refuse string/object columns with a TypeError naming them (before any conversion)."""
+def labels_from_json(obj, what: str) -> np.ndarray:
+    """A model file's ``{"dtype", "values"}`` field (classes, tasks, categories) as the 1-D array
+    it was saved from, or a ValueError naming ``what``.
+
+    Saving writes ``array.dtype.str`` and ``array.tolist()``, so the dtype must hold every value
+    exactly: a narrower string dtype would truncate the labels (``"<U1"``: ``"neg"`` -> ``"n"``),
+    a bytes, bool or float dtype would turn them into other labels.
+    """
+    if not isinstance(obj, dict) or not isinstance(obj.get("values"), list):
+        raise ValueError(f"{what} must be an object with a list 'values'")
+    listed = obj["values"]
+    try:
+        values = np.asarray(listed, dtype=np.dtype(obj.get("dtype")))
+    except (TypeError, ValueError, OverflowError) as e:
+        raise ValueError(f"{what}: cannot read {listed!r:.80} as dtype {obj.get('dtype')!r} ({e})") from e
+    back = values.tolist() if values.ndim == 1 else None
+    if back is None or len(back) != len(listed) or any(
+            type(a) is not type(b) or a != b for a, b in zip(back, listed)):
+        raise ValueError(f"{what}: dtype {obj['dtype']!r} does not hold the values {listed!r:.80} "
+                         "exactly (a model file holds them as saved)")
+    return values
+
+
+def reject_non_numeric(X, name="X", categorical: bool = True):
+    """Refuse string/object columns with a TypeError naming them (before any conversion).
+
+    ``categorical``: the caller splits on categories (``categorical_features=`` or the pandas
+    ``category`` dtype), so the message points there rather than to a one-hot encoding.
+    """
     if hasattr(X, "dtypes") and hasattr(X, "columns"):  # pandas DataFrame
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
         bad = [str(c) for c, dt in X.dtypes.items() if not (is_numeric_dtype(dt) or is_bool_dtype(dt))]
+        if bad and categorical:
+            raise TypeError(f"{name} has non-numeric columns {bad[:10]}; to split on their values, "
+                            f"fit with categorical_features={bad[:10]!r} (or give them the pandas "
+                            "'category' dtype), else encode them as numbers")
         if bad:
             raise TypeError(f"{name} has non-numeric columns {bad[:10]}; encode them as numbers "
-                            "(e.g. one-hot) before fitting")
+                            "(e.g. one-hot)")
         return
     # object arrays are left to sklearn's check_array, whose conversion error names the bad value
     if isinstance(X, np.ndarray) and X.dtype.kind in "USV":
