@@ -29,8 +29,8 @@ import numpy as np
 
 from gbfs import GBFSClassifier
 from gbfs.data.synthetic import PAPER_SHAPES, make_sparse_classification
-from gbfs.metrics import roc_auc
 from gbfs.group_testing import DEFAULT_N_TARGET_FEATURES
+from gbfs.metrics import roc_auc
 
 #: default_speedup_*: GT-GBM with the estimator's default parameters against A-GBM, per tree
 TARGETS = {"default_speedup_gisette": 5.0, "speedup_gisette": 10.0, "speedup_epsilon": 5.0, "auc_gap_pt": 0.5,
