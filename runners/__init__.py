@@ -7,6 +7,12 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from runners.command_line import check_command_line
+
+# ``python -m runners.<name>`` imports this package first: refuse, saying how to quote it, a value
+# Hydra would refuse for want of quotes (a path with spaces split by the shell), before Hydra parses
+check_command_line()
+
 
 def data_label(name: str, path: str | None = None) -> str:
     """The dataset's part of run and study names: its name, or for a data file (``dataset=file``,

@@ -20,9 +20,13 @@ N, D = 200, 4
 
 
 def table(n: int = N, seed: int = 0, labels=("no", "yes")) -> pd.DataFrame:
-    """Features without zeros (LIBSVM leaves zeros out) and a label driven by the first one."""
+    """Features without zeros (LIBSVM leaves zeros out) and a label driven by the first one.
+
+    The values are multiples of 1/64: the same number as float32, float64 and decimal text, so every
+    format holds exactly the same values (a data file's features load as float64, exactly as the
+    file holds them, and CSV text of other float32 values is not their float64 widening)."""
     rng = np.random.default_rng(seed)
-    X = (rng.uniform(0.5, 2.0, (n, D)) * rng.choice([-1, 1], (n, D))).astype(np.float32)
+    X = (np.round(rng.uniform(0.5, 2.0, (n, D)) * 64) / 64 * rng.choice([-1, 1], (n, D))).astype(np.float32)
     df = pd.DataFrame(X, columns=[f"x{j}" for j in range(D)])
     df["label"] = np.where(X[:, 0] > 0, labels[1], labels[0])
     return df
@@ -61,7 +65,7 @@ def test_every_format_loads_the_same_arrays(tmp_path, root):
            for ext in (".csv", ".csv.gz", ".parquet", ".npz", ".svm")}
     ref = got[".csv"]
     assert ref.feature_names == ["x0", "x1", "x2", "x3"] and ref.class_names == ("no", "yes")
-    assert ref.X_train.dtype == np.float32 and ref.y_train.dtype == np.int64
+    assert ref.X_train.dtype == np.float64 and ref.y_train.dtype == np.int64
     assert len(ref.y_train) + len(ref.y_test) == N and len(ref.y_test) == N // 4
     for ext, data in got.items():
         for field in ("X_train", "y_train", "X_test", "y_test"):

@@ -58,7 +58,8 @@ SPLITS = ("train", "val", "test")
 
 @dataclass(frozen=True)
 class Dataset:
-    """A dataset split into train / validation / test (float32 features).
+    """A dataset split into train / validation / test (float32 features; float64 for a data file of
+    one's own, whose values are kept exactly as the file holds them).
 
     ``relevant`` holds the truly relevant columns of a synthetic stand-in (``None`` for real
     data); ``checksum`` says how the raw files were verified; ``task_*`` are the task ids

@@ -101,7 +101,8 @@ def cmd_info_file(args) -> int:
         print(f"  test file: {info['test_path']}")
     print(f"  features ({len(info['feature_names'])}): {_listed(info['feature_names'])}")
     target = repr(info["target"]) if info["target"] else "(from the file)"
-    print(f"  target {target}: {len(info['classes'])} classes: "
+    n = len(info["classes"])     # more than two: classes or a real-valued target (the problem says)
+    print(f"  target {target}: {f'{n} classes' if n == 2 else f'{n} distinct values'}: "
           + ", ".join(f"{k!r}: {v}" for k, v in list(info["classes"].items())[:10]))
     if len(info["classes"]) == 2:
         negative, positive = info["classes"]

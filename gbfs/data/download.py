@@ -23,8 +23,8 @@ from pathlib import Path
 from .fsutil import write_json_atomic
 from .lockfile import LOCK_FILE, LockFileError, read_lock, record_lock, reset_hint
 from .manifest import Manifest, mirror_url, raw_dir
+from .sanity import end_checked, require_plausible
 from .sanity import problem as content_problem
-from .sanity import require_plausible
 from .transfer import (
     CHUNK,
     DEFAULT_POLICY,
@@ -182,7 +182,8 @@ def fetch_dataset(manifest: Manifest, root=None, *, mirror: str | None = None,
                 try:
                     digest = fetch(url, folder / fname, sha256=expected,
                                    check=_checker(manifest, fname, expected), policy=policy,
-                                   progress=progress, sleep=sleep)
+                                   progress=progress, sleep=sleep,
+                                   need_length=_unchecked_end(manifest, fname, expected))
                 except DownloadError as exc:
                     failures[fname].append(_with_lock_note(exc, manifest, folder, fname))
                     continue
@@ -203,6 +204,20 @@ def _checker(manifest: Manifest, fname: str, expected: str | None):
     if expected is not None:
         return None
     return lambda path: content_problem(manifest, fname, path)
+
+
+def _unchecked_end(manifest: Manifest, fname: str, expected: str | None) -> str | None:
+    """Why only a Content-Length can show that a download of ``fname`` is whole (None when its
+    sha256 or the manifest's size or row count can): its sha256 is locked at first use, so a
+    transfer cut at a line end must never be trusted."""
+    if expected is not None or end_checked(manifest, fname):
+        return None
+    where = manifest.path or f"the manifest of {manifest.name}"
+    split = next((k for k, v in manifest.splits.items() if isinstance(v, dict)
+                  and (fname == v.get("file") or fname in (v.get("files") or ()))), "<split>")
+    return (f"{where} gives nothing else to check it by (files.{fname}.sha256 and files.{fname}.size "
+            f"are null and no n_rows of its split is counted): give its row count (splits.{split}.n_rows) "
+            f"or its size in bytes (files.{fname}.size) there, or place the file by hand")
 
 
 def _with_lock_note(exc: DownloadError, manifest: Manifest, folder: Path, fname: str) -> str:

@@ -2,12 +2,14 @@
 
 Formats, by extension (:data:`FORMATS`):
 
-- ``.csv`` (also ``.csv.gz``) and ``.parquet``: a table whose column ``target`` (required) holds the
-  labels; every other column is a feature, named by its header.  Features must be numbers (or
-  booleans); NaN is allowed (the booster handles missing values).  Text columns are categorical
-  features (``categorical="auto"``), coded by their sorted levels (:mod:`gbfs.data.table_encoding`;
-  ``Dataset.categorical`` / ``categories`` say which and what); ``categorical`` may also name the
-  columns (integer-coded ones too), or be ``"none"`` to refuse text columns.
+- ``.csv`` (also compressed: ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zip``) and ``.parquet``:
+  a table whose column ``target`` (required) holds the labels; every other column is a feature,
+  named by its header (every name once: duplicates are refused).  Features must be numbers (or
+  booleans); NaN is allowed (the booster handles missing values), infinity is not.  Text columns
+  are categorical features (``categorical="auto"``), coded by their sorted levels
+  (:mod:`gbfs.data.table_encoding`; ``Dataset.categorical`` / ``categories`` say which and what);
+  ``categorical`` may also name the columns (integer-coded ones too), or be ``"none"`` to refuse
+  text columns.
 - LIBSVM (``.svm``, ``.libsvm``, ``.txt``): ``label idx:val ...`` lines read by
   ``sklearn.datasets.load_svmlight_file`` (0- or 1-based indices, detected); features ``f0``,
   ``f1``, ...; the label comes from the file, so ``target`` stays None.
@@ -17,8 +19,13 @@ Formats, by extension (:data:`FORMATS`):
 Labels: the target must have exactly two values, numbers or strings.  They are mapped to 0 / 1 in
 sorted order, so the larger value (the later one in alphabetical order) is the positive class 1:
 ``0``/``1``, ``-1``/``+1`` and ``"no"``/``"yes"`` come out as expected.  ``Dataset.class_names``
-holds both values as text, the positive class last.  More classes are an error (the harness's
-methods are binary classifiers; the library's multiclass support is not built yet).
+holds both values as text, the positive class last.  More values are an error saying what the
+target looks like (:mod:`gbfs.data.file_labels`): the harness's methods are binary (and ranking);
+the library's ``GBFSClassifier`` fits more classes, its ``GBFSRegressor`` a real-valued target.
+
+Values: features are float64 and hold exactly what the file holds; what float64 would change
+(integers beyond 2^53), infinities and truncated or corrupt files are refused naming the file, the
+column and the row (:mod:`gbfs.data.file_reading`).
 
 Splits: with ``test_path`` (a file of the same format and columns) that file is the test set;
 without it a seeded stratified ``test_fraction`` of the rows is.  ``gbfs.data.load_dataset`` then
@@ -27,13 +34,15 @@ applies ``scale`` and holds out ``val_fraction`` of train for validation, as for
 Cache: parsing a large CSV on every run is slow, so the parsed arrays are cached like the real
 datasets' (:func:`gbfs.data.prepare.write_npz_atomic`, a ``.sha256`` record checked on every load)::
 
-    <data root>/file/prepared/<stem>-<key>.npz          X, y (0/1), feature_names, class_names
+    <data root>/file/prepared/<stem>-<key>.npz          X (float64), y (0/1), feature_names, class_names
                                                         (and X_test, y_test with a test file)
     <data root>/file/prepared/<stem>-<key>.npz.sha256   its own sha256
 
 ``key`` is the first 16 hex digits of the sha256 of the file's contents (and the test file's), the
 format, ``target`` and :data:`CACHE_FORMAT`: a changed file gets a new key (the old cache file is
-left in place).  A cache that fails its check is rebuilt with a warning.  A data root that is not
+left in place; :data:`CACHE_FORMAT` 3 made ``X`` float64, so the float32 caches of before are not
+found, and one placed under a current key is refused by its dtype).  A cache that fails its check
+is rebuilt with a warning.  A data root that is not
 writable is not an error: the file is parsed on every load (with one warning).
 """
 
@@ -55,21 +64,26 @@ from sklearn.model_selection import train_test_split
 
 from . import table_encoding
 from .download import sha256_file
+from .file_labels import encode_labels
+from .file_reading import TABLES, header
+from .file_reading import parse as _parse
+from .file_reading import parse_other as _parse_other
+from .file_reading import read_table as _read_table
 from .formats import FormatError
 from .fsutil import is_not_writable
 from .manifest import data_root
-from .ovr import read_npz
 from .prepare import _read_sidecar, sidecar_path, write_npz_atomic
+
+__all__ = ["CACHE_FORMAT", "FORMATS", "NAME", "TABLES", "FileData", "cache_path", "check_file", "describe",
+           "encode_labels", "file_format", "load"]
 
 #: the name of this dataset in ``load_dataset``
 NAME = "file"
 #: extension -> format
-FORMATS = {".csv": "csv", ".csv.gz": "csv", ".parquet": "parquet", ".svm": "libsvm", ".libsvm": "libsvm",
-           ".txt": "libsvm", ".npz": "npz"}
-#: formats whose labels are a column named by ``target``
-TABLES = ("csv", "parquet")
-#: bump when the arrays cached for the same file change
-CACHE_FORMAT = 2
+FORMATS = {".csv": "csv", ".csv.gz": "csv", ".csv.bz2": "csv", ".csv.xz": "csv", ".csv.zip": "csv",
+           ".parquet": "parquet", ".svm": "libsvm", ".libsvm": "libsvm", ".txt": "libsvm", ".npz": "npz"}
+#: bump when the arrays cached for the same file change (3: X float64, exactly the file's values)
+CACHE_FORMAT = 3
 _REQUIRED = ("X", "y", "feature_names", "class_names", "categorical", "category_sizes", "category_levels")
 _SHOWN = 10
 _warned_roots: set[Path] = set()
@@ -77,7 +91,7 @@ _warned_roots: set[Path] = set()
 
 @dataclass(frozen=True)
 class FileData:
-    """A data file parsed and split into train and test (``y`` in {0, 1}, float32 ``X``)."""
+    """A data file parsed and split into train and test (``y`` in {0, 1}, float64 ``X``)."""
 
     X_train: np.ndarray
     y_train: np.ndarray
@@ -102,9 +116,10 @@ def file_format(path: str | os.PathLike, argument: str = "path") -> str:
 
 def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, Path | None, str, str | None]:
     """Check the arguments of :func:`load` without parsing the data: the files exist and have a
-    supported extension, ``target`` is given exactly for tables and is one of their columns, and the
-    test file has the same format and columns.  Returns ``(path, test_path, format, target)``,
-    the paths absolute and ``target`` as text (a column ``1`` given on a command line is ``"1"``).
+    supported extension, ``target`` is given exactly for tables and is one of their columns, no
+    column name is repeated, and the test file has the same format and columns.  Returns
+    ``(path, test_path, format, target)``, the paths absolute and ``target`` as text (a column ``1``
+    given on a command line is ``"1"``).
 
     Raises
     ------
@@ -115,8 +130,7 @@ def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, P
     """
     target = None if target is None else str(target)
     if path is None:
-        raise ValueError("path is required: the data file (.csv, .csv.gz, .parquet, .svm, .libsvm, .txt "
-                         "or .npz)")
+        raise ValueError(f"path is required: the data file ({', '.join(FORMATS)})")
     path = _existing(path, "path")
     fmt = file_format(path)
     test = None if test_path is None else _existing(test_path, "test_path")
@@ -130,13 +144,13 @@ def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, P
         return path, test, fmt, target
     if target is None:
         raise ValueError(f"target is required for the {fmt} file {path}: the name of its label column")
-    columns = _columns(path, fmt)
+    columns = header(path, fmt)
     if target not in columns:
         more = f" ... ({len(columns)} in all)" if len(columns) > _SHOWN else ""
         raise ValueError(f"target={target!r} is not a column of {path}; its columns: "
                          f"{', '.join(map(repr, columns[:_SHOWN]))}{more}")
     if test is not None:
-        test_columns = _columns(test, fmt)
+        test_columns = header(test, fmt)
         missing = [c for c in columns if c not in test_columns]
         extra = [c for c in test_columns if c not in columns]
         if missing or extra:
@@ -216,34 +230,6 @@ def cache_path(path, target: str | None, test_path, root=None, digests: list[str
     return data_root(root) / NAME / "prepared" / f"{stem}-{key}.npz"
 
 
-def encode_labels(labels: np.ndarray, test_labels: np.ndarray | None = None,
-                  where: str = "the target") -> tuple[np.ndarray, np.ndarray | None, tuple[str, str]]:
-    """Map two label values to 0 / 1 in sorted order; ``(y, y_test, class_names)``.
-
-    Raises
-    ------
-    ValueError
-        Other than two classes among the labels, or one class only among the train labels.
-    """
-    labels = _label_values(labels)
-    both = labels if test_labels is None else _label_values(test_labels)
-    if both.dtype.kind != labels.dtype.kind:
-        labels, both = labels.astype(str), both.astype(str)
-    classes = np.unique(np.concatenate([labels, both]))
-    shown = ", ".join(repr(c.item()) for c in classes[:_SHOWN]) + (" ..." if len(classes) > _SHOWN else "")
-    if len(classes) > 2:
-        raise ValueError(f"{where} has {len(classes)} classes ({shown}); the harness's methods are binary "
-                         f"classifiers and the library's multiclass support is not built yet: make a "
-                         f"binary target (e.g. one class against the rest), or use the multitask "
-                         f"one-vs-rest datasets of an .npz (load_dataset('ovr', path=...))")
-    if len(np.unique(labels)) < 2:
-        raise ValueError(f"{where} has one class only ({shown}) in the train rows; a binary "
-                         f"classifier needs two")
-    names = tuple(str(c.item()) for c in classes)
-    y_test = None if test_labels is None else np.searchsorted(classes, both).astype(np.int64)
-    return np.searchsorted(classes, labels).astype(np.int64), y_test, names
-
-
 def describe(path, target: str | None = None, test_path=None, root=None, categorical="auto") -> dict:
     """What :func:`load` would load, without caching anything: ``format``, ``rows``, ``columns``,
     ``feature_names``, ``target``, ``classes`` (value -> count), ``text_columns``, ``nan``
@@ -276,7 +262,7 @@ def describe(path, target: str | None = None, test_path=None, root=None, categor
     return info
 
 
-# ----------------------------------------------------------------------------- parsing
+# ----------------------------------------------------------------------------- arguments
 
 def _existing(path, argument: str) -> Path:
     path = Path(path).expanduser()
@@ -289,111 +275,6 @@ def _existing(path, argument: str) -> Path:
 def _extension(path: Path) -> str | None:
     # the longest first: ".csv.gz" is not ".gz"
     return next((e for e in sorted(FORMATS, key=len, reverse=True) if path.name.lower().endswith(e)), None)
-
-
-def _columns(path: Path, fmt: str) -> list[str]:
-    """The column names of a table, from its header (CSV) or schema (Parquet) only."""
-    try:
-        if fmt == "csv":
-            return [str(c) for c in pd.read_csv(path, nrows=0).columns]
-        import pyarrow.parquet as pq
-
-        return [str(c) for c in pq.read_schema(path).names if not str(c).startswith("__index_level_")]
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise FormatError(f"{path}: cannot read the header of this {fmt} file ({exc})") from exc
-
-
-def _read_table(path: Path, fmt: str) -> pd.DataFrame:
-    try:
-        df = pd.read_csv(path, low_memory=False) if fmt == "csv" else pd.read_parquet(path)
-    except (ValueError, OSError, pd.errors.ParserError) as exc:
-        raise FormatError(f"{path}: cannot read this {fmt} file ({exc})") from exc
-    df.columns = [str(c) for c in df.columns]
-    return df
-
-
-def _table(path: Path, fmt: str, target: str, columns: list[str] | None = None):
-    """``(features, labels, feature_names)`` of a CSV or Parquet file (``features`` a frame), its
-    columns in the order ``columns``."""
-    df = _read_table(path, fmt)
-    if columns is not None:
-        df = df[columns]
-    if len(df) == 0:
-        raise ValueError(f"{path}: no rows")
-    n_nan = int(df[target].isna().sum())
-    if n_nan:
-        first = int(np.flatnonzero(df[target].isna().to_numpy())[0]) + 1
-        raise ValueError(f"{path}: the target column {target!r} is empty (NaN) in {n_nan} of {len(df)} rows "
-                         f"(the first is data row {first}); drop or fill those rows first")
-    features = [c for c in df.columns if c != target]
-    if not features:
-        raise ValueError(f"{path}: no feature columns besides the target {target!r}")
-    return df[features], df[target].to_numpy(), features
-
-
-def _parse_other(path: Path, fmt: str):
-    """``(X, labels, feature_names)`` of a LIBSVM or ``.npz`` file."""
-    if fmt == "npz":
-        try:
-            X, labels, names, _ = read_npz(path)
-        except ValueError as exc:
-            if "allow_pickle" not in str(exc):
-                raise
-            raise FormatError(f"{path}: holds an object array, which is not read (it would run pickled "
-                              f"code); save text as np.array(..., dtype=str)") from exc
-        return X, labels, names
-    from sklearn.datasets import load_svmlight_file
-
-    try:
-        X, labels = load_svmlight_file(str(path), dtype=np.float32)
-    except (ValueError, OSError) as exc:
-        raise FormatError(f"{path}: not a LIBSVM file ({exc})") from exc
-    return X.toarray(), labels, [f"f{j}" for j in range(X.shape[1])]
-
-
-def _parse(path: Path, test: Path | None, fmt: str, target: str | None, categorical="auto") -> dict:
-    """The arrays cached for ``path`` (and ``test``): ``X``, ``y``, ``feature_names``,
-    ``class_names``, the categorical columns (:func:`gbfs.data.table_encoding.pack`) (and
-    ``X_test``, ``y_test``)."""
-    cats: tuple = ([], [])
-    if fmt == "libsvm" and test is not None:
-        from sklearn.datasets import load_svmlight_files
-
-        try:   # parsed together: the same width and the same 0- or 1-based indexing
-            X, labels, X_te, labels_te = load_svmlight_files([str(path), str(test)], dtype=np.float32)
-        except (ValueError, OSError) as exc:
-            raise FormatError(f"{path}, {test}: not LIBSVM files ({exc})") from exc
-        X, X_te, names = X.toarray(), X_te.toarray(), [f"f{j}" for j in range(X.shape[1])]
-    elif fmt in TABLES:
-        F, labels, names = _table(path, fmt, target)
-        F_te, labels_te, _ = (None, None, None) if test is None else _table(test, fmt, target,
-                                                                           [target, *names])
-        X, X_te, *cats = table_encoding.encode(F, F_te, categorical, path)
-    else:
-        X, labels, names = _parse_other(path, fmt)
-        X_te, labels_te, test_names = (None, None, None) if test is None else _parse_other(test, fmt)
-        if test is not None and test_names != names:
-            raise ValueError(f"test_path {test}: its features differ from those of path {path}: "
-                             f"{len(test_names)} vs {len(names)} columns, first names {test_names[:3]} vs "
-                             f"{names[:3]}; give a test file with the same features")
-    where = f"the target of {path}" + ("" if test is None else f" and {test}")
-    y, y_te, class_names = encode_labels(labels, labels_te, where)
-    out = {"X": np.ascontiguousarray(X, dtype=np.float32), "y": y,
-           "feature_names": np.array(names, dtype=str), "class_names": np.array(class_names, dtype=str),
-           **table_encoding.pack(*cats)}
-    if test is not None:
-        out.update(X_test=np.ascontiguousarray(X_te, dtype=np.float32), y_test=y_te)
-    return out
-
-
-def _label_values(labels: np.ndarray) -> np.ndarray:
-    """Labels as a sortable array: text stays text, integral floats become integers."""
-    labels = np.asarray(labels)
-    if labels.dtype.kind in "OSU":
-        return labels.astype(str)
-    if labels.dtype.kind == "f" and np.all(np.isfinite(labels)) and np.array_equal(labels, np.round(labels)):
-        return labels.astype(np.int64)
-    return labels
 
 
 # ----------------------------------------------------------------------------- cache
@@ -446,5 +327,9 @@ def _read_cache(path: Path, with_test: bool) -> tuple[dict | None, str | None]:
         and arrays["feature_names"].shape == (X.shape[1],) and arrays["class_names"].shape == (2,)
     if ok and with_test:
         ok = arrays["X_test"].shape[1:] == X.shape[1:] and arrays["y_test"].shape == (len(arrays["X_test"]),)
-    return (arrays, None) if ok else (None, f"{path}: not a cache of a data file (arrays missing or of "
-                                            f"inconsistent shapes)")
+    if not ok:
+        return None, f"{path}: not a cache of a data file (arrays missing or of inconsistent shapes)"
+    if any(arrays[k].dtype != np.float64 for k in ("X", "X_test") if k in arrays):
+        # an older cache's float32 rounded the file's values: parse them again
+        return None, f"{path}: a cache of an older format (X {X.dtype}, not float64)"
+    return arrays, None

@@ -20,12 +20,15 @@ first 5 letters by default), ``tox171_ovr`` (TOX-171, 171 x 5748, 4 classes; all
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from .formats import FormatError
 from .synthetic_base import check_int
 
 ENV_SHARED_DATA = "GBFS_SHARED_DATA"
@@ -90,26 +93,52 @@ def resolve_path(name: str, path: str | os.PathLike | None) -> Path:
     return path
 
 
-def read_npz(path: Path) -> tuple[np.ndarray, np.ndarray, list[str], dict]:
+def read_npz(path: Path, dtype=np.float32, strict_names: bool = False) -> tuple[np.ndarray, np.ndarray,
+                                                                                list[str], dict]:
     """``(X, labels, feature_names, class_names)`` of a multiclass ``.npz``; ``ValueError`` naming the
-    file on a missing or malformed array."""
-    with np.load(path, allow_pickle=False) as z:
-        missing = [k for k in ("X", "y") if k not in z.files]
-        if missing:
-            raise ValueError(f"{path}: no array {missing} (it has {z.files}); expected X (rows x features) "
-                             f"and y (a class per row)")
-        X, labels = np.asarray(z["X"], dtype=np.float32), np.asarray(z["y"])
-        names = [str(s) for s in z["feature_names"]] if "feature_names" in z.files else None
-        class_names = [str(s) for s in z["class_names"]] if "class_names" in z.files else None
+    file on a missing or malformed array, :class:`~gbfs.data.formats.FormatError` on a truncated or
+    corrupt file.
+
+    ``dtype`` is that of ``X`` (None: as stored).  ``feature_names`` of another length than ``X``'s
+    width are replaced by ``f0, f1, ...``, or with ``strict_names`` refused, as are duplicates.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            missing = [k for k in ("X", "y") if k not in z.files]
+            if missing:
+                raise ValueError(f"{path}: no array {missing} (it has {z.files}); expected X (rows x "
+                                 f"features) and y (a class per row)")
+            X, labels = np.asarray(z["X"], dtype=dtype), np.asarray(z["y"])
+            names = [str(s) for s in z["feature_names"]] if "feature_names" in z.files else None
+            class_names = [str(s) for s in z["class_names"]] if "class_names" in z.files else None
+    except ValueError as exc:
+        if str(exc).startswith(str(path)) or "allow_pickle" in str(exc):
+            raise
+        raise _corrupt(path, exc) from exc   # numpy's "cannot reshape" / "EOF" of a cut member
+    except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        raise _corrupt(path, exc) from exc
     if X.ndim != 2 or labels.ndim != 1 or len(labels) != len(X):
         raise ValueError(f"{path}: X must be 2-D and y 1-D with one label per row; got X {X.shape}, "
                          f"y {labels.shape}")
+    if strict_names and names is not None:
+        if len(names) != X.shape[1]:
+            raise ValueError(f"{path}: feature_names has {len(names)} names for the {X.shape[1]} columns of "
+                             f"X; give one name per column (or no feature_names: f0, f1, ...)")
+        if len(set(names)) != len(names):
+            dups = sorted({n for n in names if names.count(n) > 1})
+            raise ValueError(f"{path}: feature_names has duplicate names: {', '.join(map(repr, dups[:10]))}; "
+                             f"every column needs its own name")
     if names is None or len(names) != X.shape[1]:
         names = [f"f{j}" for j in range(X.shape[1])]
     found = np.unique(labels)
     by_class = {} if class_names is None or len(class_names) != len(found) else \
         {c.item(): n for c, n in zip(found, class_names)}
     return X, labels, names, by_class
+
+
+def _corrupt(path: Path, exc: BaseException) -> FormatError:
+    return FormatError(f"{path}: cannot read this npz file: it is truncated or corrupt "
+                       f"({type(exc).__name__}: {exc}); copy or write it again")
 
 
 def _classes(path: Path, labels: np.ndarray, n_tasks: int | None, classes: Sequence | None) -> list:

@@ -66,6 +66,20 @@ def problem(manifest: Manifest, fname: str, path: Path) -> str | None:
     return None
 
 
+def end_checked(manifest: Manifest, fname: str) -> bool:
+    """Whether :func:`problem` tells a transfer of ``fname`` cut at a line end from the whole file:
+    the manifest gives its size, or a row count that is counted, or the file is compressed (its
+    stream has an end marker).  Without any of these only the transfer's own framing (a
+    Content-Length) can show that a download is whole (:func:`gbfs.data.transfer.fetch`'s
+    ``need_length``)."""
+    suffix = Path(fname).suffix.lower()
+    if manifest.size(fname) is not None or suffix in _MAGIC:
+        return True
+    counted = (manifest.format == "benchm_ml_csv" and suffix == ".csv") or \
+        (manifest.format == "gisette" and suffix in _TEXT_SUFFIXES)
+    return counted and _expected_rows(manifest, fname) is not None
+
+
 def require_plausible(manifest: Manifest, fname: str, path: Path) -> None:
     """:func:`problem` as an exception naming the file (a file placed by hand)."""
     reason = problem(manifest, fname, path)

@@ -1,5 +1,6 @@
-"""The feature columns of a CSV or Parquet data file as a float32 matrix, categorical columns as
-integer codes (:mod:`gbfs.data.files`).
+"""The feature columns of a CSV or Parquet data file as a float64 matrix, categorical columns as
+integer codes (:mod:`gbfs.data.files`).  float64, the booster's own dtype, keeps every value of the
+file (float32 would round integers above 2^24 and overflow above 3.4e38).
 
 ``categorical`` says which columns are categorical: ``"auto"`` the text columns, ``"none"`` none
 (a text column is then an error that says how to encode it), or a list of column names (text
@@ -36,7 +37,7 @@ def check_categorical(categorical) -> str | tuple[str, ...]:
 
 
 def encode(train: pd.DataFrame, test: pd.DataFrame | None, categorical, path) -> tuple:
-    """``(X, X_test, categorical_columns, categories)``: float32 matrices (``X_test`` None without a
+    """``(X, X_test, categorical_columns, categories)``: float64 matrices (``X_test`` None without a
     test frame), the indices of the categorical columns, and per categorical column its levels
     (a tuple of str) or None (integer codes given as such).
 
@@ -89,7 +90,7 @@ def _matrix(df: pd.DataFrame, chosen: list[str], levels: list) -> np.ndarray:
             codes = pd.Index(lv).get_indexer(df[c].astype(str)).astype(np.float64)
             codes[df[c].isna().to_numpy() | (codes < 0)] = np.nan
             df[c] = codes
-    return df.to_numpy(dtype=np.float32, na_value=np.nan)
+    return df.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _check_codes(col: pd.Series, name: str, where) -> None:

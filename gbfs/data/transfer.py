@@ -16,6 +16,11 @@ bytes, and a 206 answer of another length or ``ETag`` restarts from zero.  A par
 without that record (an older version of this code, a copy by hand) is not resumed, and a
 ``416 Range Not Satisfiable`` only counts as "already complete" when the record says the
 partial file holds the whole transfer.
+
+A body sent without a ``Content-Length`` (and without chunked encoding) ends when the server
+closes the connection, so a transfer cut short looks complete, even at a line end.  A caller that
+has nothing else to tell (no sha256, no known size or row count) passes ``need_length``: such a
+transfer is then refused rather than trusted.
 """
 
 from __future__ import annotations
@@ -98,7 +103,8 @@ def sha256_file(path: str | os.PathLike) -> str:
 
 def fetch(url: str, dest: str | os.PathLike, *, sha256: str | None = None,
           check: Callable[[Path], str | None] | None = None, policy: RetryPolicy = DEFAULT_POLICY,
-          progress: bool = True, sleep: Callable[[float], None] = time.sleep) -> str:
+          progress: bool = True, sleep: Callable[[float], None] = time.sleep,
+          need_length: str | None = None) -> str:
     """Download ``url`` to ``dest`` and return the file's sha256.
 
     Parameters
@@ -120,6 +126,11 @@ def fetch(url: str, dest: str | os.PathLike, *, sha256: str | None = None,
         dropped, timeouts, 5xx, 408, 429, a body shorter than its Content-Length)
         are retried and resume from the bytes already on disk; 4xx and unknown
         hosts are not.
+    need_length : str, optional
+        Refuse a transfer whose end the HTTP framing does not prove (no ``Content-Length``, no
+        chunked encoding), like a failed ``check``; the text says why nothing else can (e.g. what
+        the manifest lacks) and ends the error.  For files without a sha256 whose content checks
+        cannot tell a cut transfer from the whole file.
 
     Raises
     ------
@@ -137,13 +148,13 @@ def fetch(url: str, dest: str | os.PathLike, *, sha256: str | None = None,
     if part.exists() and not _may_resume(part, url, trusted):
         discard_partial(part)
     resumed = part.exists() and part.stat().st_size > 0
-    _transfer_with_retries(url, part, policy, progress, sleep, trusted)
-    digest, problem = _verify(url, part, sha256, check)
+    framed = _transfer_with_retries(url, part, policy, progress, sleep, trusted)
+    digest, problem = _verify(url, part, sha256, check, None if framed else need_length)
     if problem is not None and (resumed or isinstance(problem, ContentError)):
         # A stale partial file of another version, or a transfer cut short: start over once.
         discard_partial(part)
-        _transfer_with_retries(url, part, policy, progress, sleep, trusted)
-        digest, problem = _verify(url, part, sha256, check)
+        framed = _transfer_with_retries(url, part, policy, progress, sleep, trusted)
+        digest, problem = _verify(url, part, sha256, check, None if framed else need_length)
     if problem is not None:
         discard_partial(part)
         raise problem
@@ -152,14 +163,22 @@ def fetch(url: str, dest: str | os.PathLike, *, sha256: str | None = None,
     return digest
 
 
-def _verify(url: str, part: Path, sha256: str | None, check) -> tuple[str, DownloadError | None]:
+def _verify(url: str, part: Path, sha256: str | None, check,
+            unframed: str | None = None) -> tuple[str, DownloadError | None]:
+    """The sha256 of the complete transfer ``part``, and why it is refused (or None); ``unframed``
+    is set when the transfer's end is not proven and nothing else may vouch for it."""
     digest = sha256_file(part)
     if sha256 and digest != sha256:
         return digest, ChecksumError(f"sha256 mismatch for {url}: expected {sha256}, got {digest}; "
                                      f"the download was deleted")
-    reason = check(part) if check is not None else None
+    reason = check(part) if check is not None else None   # its reasons are the more specific
     if reason:
         return digest, ContentError(f"{url}: {reason}; the download was deleted")
+    if unframed:
+        return digest, ContentError(f"{url}: the server sent no Content-Length (nor chunked encoding), so a "
+                                    f"connection closed early would look like the end of the file "
+                                    f"({part.stat().st_size} bytes arrived), and {unframed}; the download "
+                                    f"was deleted")
     return digest, None
 
 
@@ -169,12 +188,12 @@ def discard_partial(part: Path) -> None:
     _state_path(part).unlink(missing_ok=True)
 
 
-def _transfer_with_retries(url, part, policy, progress, sleep, trusted):
+def _transfer_with_retries(url, part, policy, progress, sleep, trusted) -> bool:
+    """Transfer ``url`` into ``part``, retrying; whether the HTTP framing proved the body's end."""
     attempt = 0
     while True:
         try:
-            _transfer(url, part, policy.timeout, progress, trusted)
-            return
+            return _transfer(url, part, policy.timeout, progress, trusted)
         except _Permanent as exc:
             raise DownloadError(f"{url}: {exc}") from None
         except (URLError, OSError, http.client.HTTPException, _Incomplete) as exc:
@@ -276,16 +295,18 @@ def _open(url: str, offset: int, timeout: float, if_range: str | None):
         raise
 
 
-def _transfer(url: str, part: Path, timeout: float, progress: bool, trusted: bool) -> None:
+def _transfer(url: str, part: Path, timeout: float, progress: bool, trusted: bool) -> bool:
     """One attempt: append to ``part`` from where it ends, or start over when the server ignores
-    the Range, answers for another version of the file, or refuses a range we cannot vouch for."""
+    the Range, answers for another version of the file, or refuses a range we cannot vouch for.
+    Returns whether the answer's framing (a Content-Length, or chunked encoding, whose end
+    ``http.client`` checks) proved that the body arrived whole."""
     offset = part.stat().st_size if part.exists() else 0
     state = _read_state(part) if offset else None
     try:
         resp = _open(url, offset, timeout, _validator(state))
     except _RangeNotSatisfiable as err:
         if _known_complete(part, state, err):
-            return                        # a complete transfer, killed before its rename
+            return True                   # a complete transfer, killed before its rename
         discard_partial(part)             # the partial file is not a prefix of this file
         offset, resp = 0, _open(url, 0, timeout, None)
     with resp:
@@ -300,6 +321,7 @@ def _transfer(url: str, part: Path, timeout: float, progress: bool, trusted: boo
             _write_state(part, url, resp)
         length = resp.headers.get("Content-Length")
         expected = int(length) if length is not None and status in (200, 206) else None
+        chunked = "chunked" in (resp.headers.get("Transfer-Encoding") or "").lower()
         got = 0
         with open(part, "ab" if offset else "wb") as f, \
                 tqdm(total=None if expected is None else offset + expected, initial=offset, unit="B",
@@ -311,7 +333,7 @@ def _transfer(url: str, part: Path, timeout: float, progress: bool, trusted: boo
                 bar.update(len(chunk))
         if expected is not None and got < expected:
             raise _Incomplete(f"connection closed after {got} of {expected} bytes")
-    return None
+    return expected is not None or chunked
 
 
 def _range_start(resp) -> int | None:
