@@ -7,6 +7,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
+from runners import stores
 from runners.command_line import check_command_line
 
 # ``python -m runners.<name>`` imports this package first: refuse, saying how to quote it, a value
@@ -38,3 +39,6 @@ def val_score(estimator: str) -> str:
 OmegaConf.register_new_resolver("data_label", data_label, replace=True)
 # ``${val_score:${method.estimator}}``: conf/tune/optuna.yaml's default objective
 OmegaConf.register_new_resolver("val_score", val_score, replace=True)
+# ``${mlflow_env:MLFLOW_HTTP_REQUEST_TIMEOUT,30}``: conf/tracking/*.yaml's timeouts default to MLflow's
+# variables as the user's environment gave them (runners.stores.USER_ENV)
+OmegaConf.register_new_resolver("mlflow_env", stores.env_default, replace=True)

@@ -61,13 +61,15 @@ def _number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def check_dataset(cfg: DictConfig) -> None:
+def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
     """Raise ``ValueError`` naming the key on a bad ``dataset.scale``, ``dataset.val_fraction`` or
     ``seed`` (e.g. the override ``dataset.scale=abc``), or a multitask method on data without task
     ids (``dataset.multitask``), a ranking method on binary data or a binary one on ranking data
     (``dataset.task``) or a setting its task refuses (``Task.check``: :mod:`runners.ranking_eval`'s
     ``eval_at``, GBDT-topK's K, a ranking file), or ``dataset=file`` without ``dataset.path``, a
-    missing file or target column (:func:`gbfs.data.files.check_file`); the runners call it before
+    missing file or target column (:func:`gbfs.data.files.check_file`) and, with ``contents``, what
+    its contents hold that loading refuses (duplicate columns, infinity, a target of other than two
+    values, a truncated file: parsed once, then read from the cache); the runners call it before
     any MLflow run exists, so a typo leaves no FAILED run behind."""
     d = cfg.dataset
     scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
@@ -94,6 +96,8 @@ def check_dataset(cfg: DictConfig) -> None:
         args = _file_args(d)
         files.check_file(args["path"], args["target"], args["test_path"])
         table_encoding.check_categorical(args["categorical"])
+        if contents:   # load_data parses it right after: it passes contents=False
+            files.load(**args, test_fraction=d.get("test_fraction"), seed=seed, root=cfg.paths.data_dir)
 
 
 def _file_args(d: DictConfig) -> dict:
@@ -109,7 +113,7 @@ def load_data(cfg: DictConfig) -> Dataset:
     ``dataset=file`` parsed once, ``dataset=ranking_file`` read with its query groups); ``ValueError``
     on a bad setting (:func:`check_dataset`) or data of another task than the method's (binary
     classification; ranking for the ranking methods, whose every split keeps whole queries)."""
-    check_dataset(cfg)
+    check_dataset(cfg, contents=False)
     d = cfg.dataset
     if d.name == ranking_eval.FILE:
         return _of_task(cfg, ranking_eval.load_file(d, int(cfg.seed)))

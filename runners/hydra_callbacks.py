@@ -55,17 +55,18 @@ class InitMLflowStore(Callback):
 
     Parallel jobs (joblib, SLURM) on a fresh SQLite store otherwise race to create its schema
     ("table _alembic_tmp_runs already exists") and the experiment.  A ``tracking.uri`` that is no
-    tracking store stops the multirun here (``SystemExit``: Hydra turns a callback's exceptions
-    into warnings) rather than failing every job.
+    tracking store, or whose server does not answer within ``tracking.timeout``, stops the multirun
+    here (``SystemExit``: Hydra turns a callback's exceptions into warnings) rather than failing
+    every job.
     """
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        try:
-            tracking.check_uri(config.tracking.uri)
-        except ValueError as err:
+        try:   # a bad URI or SQLite file, or a server that does not answer within tracking.timeout
+            exp_id = tracking.init_store(config.tracking.uri, config.tracking.experiment,
+                                         config.tracking.get("artifact_location"),
+                                         config.tracking.get("timeout"), config.tracking.get("max_retries"))
+        except (ValueError, ConnectionError) as err:
             raise SystemExit(str(err)) from err
-        exp_id = tracking.init_store(config.tracking.uri, config.tracking.experiment,
-                                     config.tracking.get("artifact_location"))
         # its UI tags too, so that parallel jobs find them set and write none
         mlflow_native.configure_ui(exp_id, MlflowClient(tracking_uri=config.tracking.uri))
 
@@ -79,9 +80,14 @@ class InitOptunaStorage(Callback):
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.get("tune") is not None and config.tune.get("enabled"):
+            from runners import stores
             from runners.tune import _storage
 
-            _storage(config.tune.storage)
+            try:   # a bad URL, driver or SQLite file, or a server that does not answer in time
+                stores.check_sqlalchemy_url(config.tune.get("storage"), "tune.storage")
+                _storage(config.tune.storage, config.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
+            except (ValueError, ConnectionError) as err:
+                raise SystemExit(str(err)) from err
 
 
 #: runs that are not a fitted model of their own: a tuning study and its trials (the study's refit

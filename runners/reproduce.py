@@ -23,7 +23,8 @@ every study and fit nested under it and tagged ``reproduction`` (the parent's id
 tables are built by reading those runs back (:mod:`runners.paper_tables`), never from memory, so
 a second invocation resumes: a unit whose FINISHED run exists is reused, an interrupted study
 continues from its counted trials.  The parent is ended FINISHED, FAILED on an error, KILLED on
-Ctrl-C or SIGTERM (exit status 143).
+Ctrl-C or SIGTERM (exit status 143).  One process at a time runs a reproduction: a second one of
+the same name stops before any run, naming the first (:mod:`runners.reproduce_lock`).
 """
 
 from __future__ import annotations
@@ -45,7 +46,15 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from runners import paper_tables, reproduce_mvs, reproduce_ranking, sampling_report, tracking
+from runners import (
+    checks,
+    paper_tables,
+    reproduce_lock,
+    reproduce_mvs,
+    reproduce_ranking,
+    sampling_report,
+    tracking,
+)
 from runners import run as single_run
 from runners import tune as tuning
 from runners.reproduce_plan import (
@@ -98,6 +107,7 @@ class Reproduction:
             "git_commit": tracking.git_commit(),
         }
         if found:
+            reproduce_lock.check_not_running(found[0], str(self.cfg.tracking.uri))
             self.parent_id = found[0].info.run_id
             self.client.update_run(self.parent_id, status="RUNNING")
             for k, v in tags.items():
@@ -298,47 +308,61 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
     Raises
     ------
     ValueError
-        On a bad ``reproduce`` setting, before any run is created.
+        On a bad ``reproduce`` setting or one its units share (:func:`runners.checks.check_reproduction`),
+        before any run is created.
+    RuntimeError
+        When the same reproduction already runs in another process (:mod:`runners.reproduce_lock`),
+        before any run is created.
     """
+    checks.check_reproduction(cfg)   # the settings its units share, naming the key
     scale = scale_of(cfg)
     tasks = {name: dataset_task(compose, name, settings) for name, settings in datasets_of(cfg).items()}
     rows = rows_by_task(cfg, tasks)
-    seeds = [int(s) for s in scale.seeds]
     rep = Reproduction(cfg, compose)
-    rep.start()
-    t0, status, written = time.perf_counter(), "FAILED", {}
-    try:
-        out = Path(str(cfg.reproduce.out_dir))
-        for name, settings in datasets_of(cfg).items():
-            reason = missing_data(name, cfg.paths.data_dir)
-            if reason is not None:
-                print(reason)
-                continue
-            t1, task_rows = time.perf_counter(), rows[tasks[name]]
-            runs = rep.dataset(name, settings, task_rows, seeds)
-            data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings),
-                                 f"seed={seeds[0]}"])
-            written[name] = WRITERS[tasks[name]](
-                rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name
-            )
-            tracking.log_metrics(rep.parent_id, {f"seconds_{name}": time.perf_counter() - t1})
-            print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
-        if runs_mvs(cfg):
-            written["mvs"] = mvs_tables(rep, OmegaConf.to_container(scale.mvs, resolve=True), out / "mvs")
-            print(f"mvs: {written['mvs']}")
-        for key, folder in written.items():
-            for path in sorted(folder.iterdir()):
-                rep.client.log_artifact(rep.parent_id, str(path), artifact_path=key)
-        status = "FINISHED"
-    except BaseException as err:
-        status = tracking.run_status(err)
-        raise
-    finally:
-        rep.finish(status, time.perf_counter() - t0)
+    with reproduce_lock.hold(cfg):   # a second reproduction of this name stops here, naming the first
+        rep.start()
+        t0, status = time.perf_counter(), "FAILED"
+        try:
+            written = _units_and_tables(rep, tasks, rows, [int(s) for s in scale.seeds])
+            status = "FINISHED"
+        except BaseException as err:
+            status = tracking.run_status(err)
+            raise
+        finally:
+            rep.finish(status, time.perf_counter() - t0)
     print(
         f"reproduction {cfg.reproduce.name!r}: MLflow run {rep.parent_id}; "
         + single_run.ui_hint(cfg.tracking.uri)
     )
+    return written
+
+
+def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping[str, list[Row]],
+                      seeds: list[int]) -> dict[str, Path]:
+    """Every unit of every dataset on disk, then its tables (and the MVS paper's), logged to the
+    parent run; returns the folders written, by dataset."""
+    cfg, written = rep.cfg, {}
+    out = Path(str(cfg.reproduce.out_dir))
+    for name, settings in datasets_of(cfg).items():
+        reason = missing_data(name, cfg.paths.data_dir)
+        if reason is not None:
+            print(reason)
+            continue
+        t1, task_rows = time.perf_counter(), rows[tasks[name]]
+        runs = rep.dataset(name, settings, task_rows, seeds)
+        data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
+        written[name] = WRITERS[tasks[name]](
+            rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name
+        )
+        tracking.log_metrics(rep.parent_id, {f"seconds_{name}": time.perf_counter() - t1})
+        print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
+    if runs_mvs(cfg):
+        mvs = OmegaConf.to_container(scale_of(cfg).mvs, resolve=True)
+        written["mvs"] = mvs_tables(rep, mvs, out / "mvs")
+        print(f"mvs: {written['mvs']}")
+    for key, folder in written.items():
+        for path in sorted(folder.iterdir()):
+            rep.client.log_artifact(rep.parent_id, str(path), artifact_path=key)
     return written
 
 

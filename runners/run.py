@@ -33,7 +33,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from gbfs.data import Dataset
-from runners import budget, experiment, mlflow_native, path_run, stability, tracking
+from runners import budget, checks, experiment, mlflow_native, path_run, stability, tracking
 
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
@@ -137,14 +137,18 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Raises
     ------
     ValueError
-        On a bad ``dataset.scale``, ``dataset.val_fraction``, ``seed`` or ``tracking.uri``, before
-        any MLflow run is created; on a failing fit (its run FAILED).
+        On a bad setting (:func:`runners.checks.check_run`: ``dataset.scale``,
+        ``dataset.val_fraction``, ``seed``, ``tracking.*``, the method's feature budget, an override
+        ``key={}`` that would change nothing) or a ``tracking.parent_run_id`` that is no run of the
+        experiment, before any MLflow run is created; on a failing fit (its run FAILED).
+    runners.stores.StoreUnreachable
+        When the tracking store does not answer within ``tracking.timeout`` seconds.
     """
-    experiment.check_dataset(cfg)
     if cfg.tune.enabled:
         from runners import tune
 
         return tune.run(cfg)
+    checks.check_run(cfg)   # every setting, naming its key, before any fit or run
     exp_id = tracking.configure(cfg.tracking)
     mlflow_native.configure_ui(exp_id)   # the UI opens the runs table with the metrics that matter
     tags = run_tags(cfg)

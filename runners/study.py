@@ -35,6 +35,8 @@ import sqlalchemy
 from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
+from runners import stores
+
 log = logging.getLogger(__name__)
 
 #: trial states that count toward ``tune.n_trials``: a failed trial does not use up the budget
@@ -50,13 +52,31 @@ WORKER, NOT_RUN, ERROR = "worker", "not_run", "error"
 UNRECORDED_GRACE = 300.0
 
 
-def _storage(url: str) -> optuna.storages.RDBStorage:
+def _storage(url: str, timeout: int | None = stores.DEFAULT_TIMEOUT) -> optuna.storages.RDBStorage:
+    """The Optuna RDB storage at ``url`` (``tune.storage``), its schema created if need be.
+
+    SQLite waits up to 60 s for the file's lock; a database server must accept the connection
+    within ``timeout`` seconds (``tune.storage_timeout``, :func:`runners.stores.connect_args`):
+    without it psycopg2 waits for ever on a server that accepts and never answers.
+
+    Raises
+    ------
+    runners.stores.StoreUnreachable
+        Naming ``tune.storage`` when its server refuses or does not answer in time.
+    """
     engine_kwargs = {}
     if url.startswith("sqlite:///"):
         Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
         # parallel studies of a multirun share the file: wait for its lock instead of failing
         engine_kwargs = {"connect_args": {"timeout": 60}}
-    return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+    elif args := stores.connect_args(url, timeout):
+        engine_kwargs = {"connect_args": args}
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
+    except sqlalchemy.exc.OperationalError as err:
+        if url.startswith("sqlite"):   # a lock held beyond 60 s: SQLite's own message says so
+            raise
+        raise stores.unreachable(url, "tune.storage", timeout, "tune.storage_timeout", err) from err
 
 
 def _pruner(tune: DictConfig) -> optuna.pruners.BasePruner:
@@ -77,7 +97,7 @@ def load_study(tune: DictConfig, storage: optuna.storages.RDBStorage | None = No
     parallel workers, each numbered by :func:`claim_invocation`) never repeat each other's random
     start-up trials, and the first invocation of a fresh study is seeded with ``sampler_seed``.
     """
-    storage = storage or _storage(tune.storage)
+    storage = storage or _storage(tune.storage, tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
     if tune.study_name not in {s.study_name for s in storage.get_all_studies()}:
         optuna.create_study(study_name=tune.study_name, storage=storage, direction="maximize",
                             load_if_exists=True)   # (a parallel worker may create it first)

@@ -16,23 +16,26 @@ from __future__ import annotations
 import _thread
 import contextlib
 import logging
-import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 import types
 from collections.abc import Iterator, Mapping
-from importlib.metadata import entry_points
 from pathlib import Path
-from urllib.parse import urlparse
 
 import mlflow
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
+
+from runners import stores
+
+# the URI check lives with the other checks of the stores, the dead-process housekeeping in
+# runners.workers; runners import them from here too
+from runners.stores import ACCEPTED_URIS, DB_SCHEMES, check_uri  # noqa: F401
+from runners.workers import _proc_stat, fail_dead_runs, process_alive, worker_id  # noqa: F401
 
 log = logging.getLogger(__name__)
 
@@ -49,55 +52,25 @@ def artifact_uri(location: str | None) -> str | None:
     return Path(location).expanduser().resolve().as_uri()
 
 
-#: MLflow's database stores: SQLAlchemy URLs, a driver may follow (``postgresql+psycopg2://``)
-DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
-ACCEPTED_URIS = ("sqlite:///<file>, postgresql://..., mysql://..., mssql://... (SQLAlchemy URLs), "
-                 "http(s)://<host>:<port> (an MLflow tracking server) or databricks[://<profile>]")
-
-
-def check_uri(uri: object) -> None:
-    """Raise ``ValueError`` naming ``tracking.uri`` unless ``uri`` is a tracking store MLflow 3 opens:
-    :data:`DB_SCHEMES` (SQLite with a file), ``http(s)``, ``databricks``, the schemes of installed
-    tracking-store plugins, and the file store only with ``MLFLOW_ALLOW_FILE_STORE=true``.  (MLflow's
-    error for an unknown scheme says "Model registry functionality is unavailable".)"""
-    problem = _uri_problem(uri) if isinstance(uri, str) and uri else "it is empty"
-    if problem:
-        raise ValueError(f"tracking.uri={uri!r} is not an MLflow tracking store ({problem}); expected "
-                         f"{ACCEPTED_URIS}")
-
-
-def _uri_problem(uri: str) -> str | None:
-    parsed = urlparse(uri)
-    scheme = parsed.scheme.split("+")[0].lower()
-    if scheme == "sqlite":
-        return None if uri.startswith("sqlite:///") and len(uri) > len("sqlite:///") else \
-            "SQLite needs a file: sqlite:///relative.db or sqlite:////absolute.db"
-    if scheme in DB_SCHEMES or uri == "databricks" or scheme == "databricks":
-        return None
-    if scheme in ("http", "https"):
-        return None if parsed.netloc else "no host"
-    if scheme in ("", "file") or len(scheme) == 1:   # a path (a Windows drive letter looks like a scheme)
-        if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() in ("1", "true"):
-            return None
-        return "MLflow 3 refuses its file store unless MLFLOW_ALLOW_FILE_STORE=true; use sqlite:///<file>"
-    if scheme in {ep.name for ep in entry_points(group="mlflow.tracking_store")}:
-        return None
-    return f"unknown scheme {parsed.scheme!r}"
-
-
-def init_store(uri: str, experiment: str, artifact_location: str | None = None) -> str:
+def init_store(uri: str, experiment: str, artifact_location: str | None = None,
+               timeout: int | None = None, max_retries: int | None = None) -> str:
     """Create (or migrate) the tracking store and the experiment; return the experiment id.
 
     A fresh SQLite store creates its schema on first use, and parallel first users race for it
     ("table _alembic_tmp_runs already exists"); so do two jobs creating the same experiment.
-    Calling this once before parallel jobs start (the multirun callback does) avoids both.
+    Calling this once before parallel jobs start (the multirun callback does) avoids both.  The
+    store is first checked and reached within ``timeout`` seconds, MLflow's HTTP requests being
+    bounded by ``timeout`` and ``max_retries`` from then on (:func:`runners.stores.reach_tracking`).
 
     Raises
     ------
     ValueError
-        If ``uri`` is not a tracking store (:func:`check_uri`).
+        If ``uri`` is not a tracking store (:func:`check_uri`), its SQLite file is unusable or its
+        database driver is not installed.
+    runners.stores.StoreUnreachable
+        If its server does not answer within ``timeout`` seconds.
     """
-    check_uri(uri)
+    stores.reach_tracking(uri, timeout, max_retries, experiment)
     if uri.startswith("sqlite:///"):
         Path(uri[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
     client = MlflowClient(tracking_uri=uri)
@@ -114,24 +87,31 @@ def init_store(uri: str, experiment: str, artifact_location: str | None = None) 
 
 
 def configure(tracking: DictConfig | Mapping) -> str:
-    """Point MLflow at ``tracking.uri`` and select ``tracking.experiment``; return its id.  Marks
-    FAILED the runs left RUNNING by dead processes of this host (:func:`fail_dead_runs`).
+    """Point MLflow at ``tracking.uri`` and select ``tracking.experiment``; return its id.  Checks
+    ``tracking.parent_run_id`` and marks FAILED the runs left RUNNING by dead processes of this
+    host (:func:`fail_dead_runs`).
 
     Raises
     ------
     ValueError
-        If ``tracking.uri`` is not a tracking store (:func:`check_uri`), before MLflow is touched.
+        If ``tracking.uri`` is not a tracking store (:func:`check_uri`), before MLflow is touched;
+        if ``tracking.parent_run_id`` is no live run of the experiment.
+    runners.stores.StoreUnreachable
+        If the store's server does not answer within ``tracking.timeout`` seconds.
     """
-    exp_id = init_store(tracking.get("uri"), tracking["experiment"], tracking.get("artifact_location"))
+    exp_id = init_store(tracking.get("uri"), tracking["experiment"], tracking.get("artifact_location"),
+                        tracking.get("timeout"), tracking.get("max_retries"))
     mlflow.set_tracking_uri(tracking["uri"])
     mlflow.set_experiment(experiment_id=exp_id)
+    stores.check_parent_run(tracking.get("parent_run_id"), exp_id, MlflowClient(), tracking["uri"])
     fail_dead_runs(exp_id)
     return exp_id
 
 
 def user_tags(tracking: DictConfig | Mapping) -> dict[str, str]:
-    """``tracking.tags``: extra tags of every run of a runner (as strings)."""
-    return {str(k): str(v) for k, v in (tracking.get("tags") or {}).items()}
+    """``tracking.tags``: extra tags of every run of a runner (as strings); ``ValueError`` naming the
+    key unless it is a mapping of single values (:func:`runners.stores.check_tags`)."""
+    return stores.check_tags(tracking.get("tags"))
 
 
 def parent_tag(tracking: DictConfig | Mapping) -> dict[str, str]:
@@ -304,87 +284,6 @@ def managed_run(**kwargs) -> Iterator[mlflow.ActiveRun]:
             end_runs(run_status(err), down_to=active.info.run_id)
         raise
     end_runs("FINISHED", down_to=active.info.run_id)
-
-
-def worker_id() -> str:
-    """This process as the ``worker`` tag of its runs: ``host:pid:start``, ``start`` being its
-    start time in clock ticks since boot (Linux; it tells a reused pid apart), or ``host:pid``
-    where ``/proc`` is not available."""
-    pid = os.getpid()
-    start = _proc_stat(pid)
-    return f"{socket.gethostname()}:{pid}" + ("" if start is None else f":{start[1]}")
-
-
-def _proc_stat(pid: int) -> tuple[str, str] | None:
-    """``(state, start time)`` of process ``pid`` from ``/proc/<pid>/stat``, or None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rpartition(")")[2].split()   # the command name, in parentheses, may hold spaces
-    return fields[0], fields[19]                # fields 3 (state) and 22 (starttime) of proc(5)
-
-
-def _parse_worker(worker: str) -> tuple[str, int, str | None] | None:
-    parts = worker.split(":")
-    if len(parts) >= 3 and parts[-1].isdigit() and parts[-2].isdigit():
-        return ":".join(parts[:-2]), int(parts[-2]), parts[-1]
-    if len(parts) >= 2 and parts[-1].isdigit():
-        return ":".join(parts[:-1]), int(parts[-1]), None
-    return None
-
-
-def process_alive(worker: str | None) -> bool:
-    """Whether the process ``worker`` (``host:pid`` or ``host:pid:start``, :func:`worker_id`) may
-    still be running.
-
-    False only when it certainly is not: on this host, its pid is gone, a zombie, or a process
-    started at another time.  Another host's process, or an unparsable worker, counts as alive
-    (machines may share a store).  Without a start time (``host:pid``, no ``/proc``) a reused pid
-    passes for alive.  Hosts are told apart by name: containers sharing a host name but not a
-    PID namespace must not share a store.
-    """
-    parsed = _parse_worker(worker or "")
-    if parsed is None or parsed[0] != socket.gethostname():
-        return True
-    _, pid, start = parsed
-    try:
-        os.kill(pid, 0)   # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass   # it exists, under another user
-    now = _proc_stat(pid)
-    if now is None:
-        return True
-    return now[0] not in ("Z", "X") and (start is None or now[1] == start)
-
-
-def fail_dead_runs(exp_id: str) -> list[str]:
-    """Mark FAILED the RUNNING runs of experiment ``exp_id`` whose process (tag ``worker``) ran on
-    this host and died (:func:`process_alive`), with the tag ``terminated_reason``; return their ids.
-
-    A SIGKILLed process (the OOM killer, SLURM after its grace period) ends none of its runs.
-    Runs of other hosts, and runs without the tag, are never touched.
-    """
-    host = socket.gethostname()
-    client = MlflowClient()
-    like = f"{host}:%".replace("'", "")   # a host name holds no quote; the filter must not either
-    query = f"attributes.status = 'RUNNING' and tags.worker LIKE '{like}'"
-    try:
-        found = client.search_runs([exp_id], filter_string=query, max_results=1000)
-        dead = [r for r in found if not process_alive(r.data.tags.get("worker"))]
-        for r in dead:
-            pid = _parse_worker(r.data.tags["worker"])[1]
-            client.set_tag(r.info.run_id, "terminated_reason", f"process {pid} on {host} died")
-            client.set_terminated(r.info.run_id, "FAILED")
-    except mlflow.exceptions.MlflowException as err:   # housekeeping: never the reason a run fails
-        log.warning("could not look for MLflow runs left RUNNING by dead processes: %s", err)
-        return []
-    if dead:
-        log.warning("marked FAILED %d MLflow run(s) left RUNNING by dead processes of %s: %s", len(dead),
-                    host, ", ".join(r.info.run_id for r in dead))
-    return [r.info.run_id for r in dead]
 
 
 def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:

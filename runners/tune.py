@@ -41,12 +41,13 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from gbfs.data import Dataset
-from runners import budget, experiment, mlflow_native, stability, tracking
+from runners import budget, checks, experiment, mlflow_native, stability, stores, tracking
 from runners import study as studies
+from runners.checks import check_tune
 from runners.run import _in_multirun, _with_topk, format_table, run_tags, ui_hint
 from runners.search_space import check_search_space, suggest
 from runners.study import ERROR, _maybe_alive, _storage, load_study, n_done
-from runners.trial import Objective, constrained, feasible, objective_value
+from runners.trial import Objective, feasible, objective_value
 from runners.trial import record as _record
 
 # runners.tune's names of before the split into runners.search_space, runners.study, runners.trial
@@ -60,21 +61,6 @@ log = logging.getLogger(__name__)
 TEST_METRICS = ("test_auc", "test_auprc", "test_rmse", "test_logloss", "test_ndcg_at_10", "test_mrr")
 # study user attr: the study's MLflow parent run, shared by its workers and reused when resumed
 _PARENT = "mlflow_run_id"
-
-
-def check_tune(tune: DictConfig, score: str = "val_auc") -> None:
-    """Raise ``ValueError`` naming the key on a bad ``tune`` setting (objective, budget, pruner,
-    ``n_trials``, ``timeout``); ``score`` is the method's validation score the objective is named
-    after (``val_auc``; ``val_ndcg_at_10`` for a ranking method)."""
-    if not isinstance(tune.n_trials, int) or isinstance(tune.n_trials, bool) or tune.n_trials < 1:
-        raise ValueError(f"tune.n_trials must be a positive integer, got {tune.n_trials!r}")
-    timeout = tune.get("timeout")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or timeout <= 0):
-        raise ValueError(f"tune.timeout must be a positive number of seconds or null, got {timeout!r}")
-    objective_value(0.5, 0, tune, score)   # the objective and the budget's keys
-    constrained(tune)
-    studies._pruner(tune)
 
 
 class TrialProgress:
@@ -344,25 +330,22 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Raises
     ------
     ValueError
-        On bad settings (search space, objective, budget, hard budget, pruner, ``n_trials``,
-        ``timeout``, the dataset's and the method's task, :func:`runners.experiment.check_dataset`),
-        before any trial or run is created.
+        On bad settings (:func:`runners.checks.check_tuning`: search space, objective, budget,
+        hard budget, pruner, ``n_trials``, ``timeout``, study name, storage, tracking, the
+        dataset's and the method's task), before any trial or run is created; when
+        ``tracking.parent_run_id`` is no run of the experiment.
+    runners.stores.StoreUnreachable
+        When the tracking store or the Optuna storage does not answer within its timeout.
     RuntimeError
         If no trial of the study completed (with the first failure's error and how to go on), or
         none within the budget in ``budget_mode: constraint``.
     """
-    if not cfg.tune.get("enabled") or "n_trials" not in cfg.tune:
-        raise ValueError("runners.tune needs the Optuna settings: pass tune=optuna (conf/tune/optuna.yaml)")
-    if not cfg.tune.storage:
-        raise ValueError("tune.storage must be an SQLAlchemy URL (sqlite:///optuna.db, postgresql://...)")
+    checks.check_tuning(cfg)   # every setting fails now, naming its key, not in every trial
     cfg = budget.with_hard_budget(cfg)
-    check_search_space(cfg.method, cfg.get("sampler"))
-    check_tune(cfg.tune, experiment.task_of(cfg.method).score)   # bad settings fail now, not in every trial
-    experiment.check_dataset(cfg)                                 # and the data's, before any run
     exp_id = tracking.configure(cfg.tracking)
     mlflow_native.configure_ui(exp_id)
     tags = run_tags(cfg)
-    storage = _storage(cfg.tune.storage)
+    storage = _storage(cfg.tune.storage, cfg.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
     study = load_study(cfg.tune, storage)
     name = study.study_name
     parent, invocation, created = _start_parent(storage, study, exp_id, {
