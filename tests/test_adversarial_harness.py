@@ -41,13 +41,15 @@ pytestmark = pytest.mark.usefixtures("restore_mlflow", "mlflow_http_env")
 REPO = Path(__file__).resolve().parents[1]
 #: the store timeout the tests set (seconds), and the bound on the time to the error: generous,
 #: for a loaded machine, and far below MLflow's own 4 min 23 s (closed port) or endless (blackhole)
-TIMEOUT, BOUND = 3, 60.0
+TIMEOUT, BOUND = 1, 60.0
 #: MLflow's HTTP settings, which the runners set process-wide from tracking.timeout / max_retries
 HTTP_ENV = ("MLFLOW_HTTP_REQUEST_TIMEOUT", "MLFLOW_HTTP_REQUEST_MAX_RETRIES")
 #: a reproduction that runs no unit (the real Gisette is not on disk): a no-op, fast today
 EMPTY_REPRODUCTION = ["reproduce.scale=tiny",
                       "+reproduce.scales.tiny={seeds: [0], n_trials: 1, mvs: null, datasets: {gisette: {}}}"]
 RUNNERS = {"run": run_module.run, "tune": tune_module.run}
+# both entry points share the checks: the default suite runs them through one, the slow one through both
+RUNNER_PARAMS = ["run", pytest.param("tune", marks=pytest.mark.slow)]
 
 
 # --------------------------------------------------------------------------------------- fixtures
@@ -173,7 +175,7 @@ def test_a_negative_or_non_numeric_budget_is_refused_naming_the_key(tmp_path, ov
 
 # ---------------------------------------------------------------- 2. every network call is bounded
 
-@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("runner", RUNNER_PARAMS)
 @pytest.mark.parametrize("server", ["closed port", "blackhole"])
 def test_an_unreachable_tracking_server_fails_within_the_timeout_naming_the_uri(
         tmp_path, request, runner, server):
@@ -209,10 +211,10 @@ def test_after_the_probe_every_mlflow_request_is_bounded_by_the_settings(blackho
 
     uri = f"http://127.0.0.1:{blackhole}"
     with pytest.raises(ConnectionError, match="tracking.uri"):
-        stores.reach_tracking(uri, timeout=2, max_retries=1)
+        stores.reach_tracking(uri, timeout=1, max_retries=1)
     err, elapsed = bounded(lambda: MlflowClient(tracking_uri=uri).get_experiment_by_name("gbfs"))
     assert isinstance(err, mlflow.exceptions.MlflowException) and "timeout" in str(err).lower()
-    assert elapsed < 30   # two attempts of 2 s and MLflow's backoff, not 8 x 120 s
+    assert elapsed < 30   # two attempts of 1 s and MLflow's backoff, not 8 x 120 s
 
 
 def test_the_timeouts_default_to_30_s_and_to_mlflows_variables_when_set(tmp_path):
@@ -339,7 +341,7 @@ def parents(tmp_path):
             "deleted": (deleted, "deleted"), "other experiment": (other, "in experiment")}
 
 
-@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("runner", RUNNER_PARAMS)
 @pytest.mark.parametrize("case", ["missing", "deleted", "other experiment"])
 def test_a_parent_run_id_that_is_no_run_of_the_experiment_is_refused(tmp_path, parents, runner, case):
     run_id, why = parents[case]
