@@ -200,7 +200,7 @@ def test_failed_save_removes_its_temporary_file_and_keeps_the_old_file(tmp_path,
     monkeypatch.setattr(gbfs.model_io.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         clf.save_model(path)
-    assert [p.name for p in tmp_path.iterdir()] == ["m.json"]
+    assert [p.name for p in tmp_path.iterdir()] == ["m.json"] and path.read_bytes() == before
     assert path.read_bytes() == before
 
 

@@ -183,18 +183,3 @@ def test_save_through_a_symlink_writes_its_target_and_keeps_the_link(tmp_path, c
     np.testing.assert_array_equal(load_model(link).predict(X), clf.predict(X))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["current.json", "store"]
     assert [p.name for p in store.iterdir()] == ["model.json"]
-
-
-def test_save_to_a_regular_file_is_still_atomic(tmp_path, clf, monkeypatch):
-    path = tmp_path / "m.json"
-    GBFSRegressor(**FAST).fit(X, X[:, 0]).save_model(path)
-    before = path.read_bytes()
-    import gbfs.envelope
-
-    def fail(src, dst):
-        raise OSError("disk full")
-
-    monkeypatch.setattr(gbfs.envelope.os, "replace", fail)
-    with pytest.raises(OSError, match="disk full"):
-        clf.save_model(path)
-    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["m.json"]
