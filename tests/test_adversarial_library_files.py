@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSRegressor, load_model
+from gbfs import GBFSClassifier, GBFSMultitaskClassifier, load_model
 from gbfs.envelope import checksum
 
 rng = np.random.default_rng(11)
