@@ -90,3 +90,50 @@ def mlflow_server(tmp_path):
 
     with server(tmp_path) as url:
         yield url
+
+
+@pytest.fixture(scope="session", autouse=True)
+def mlflow_schema_once(tmp_path_factory):
+    """Build MLflow's SQLite schema once per session and copy it into each new store.
+
+    A new SQLite tracking store runs MLflow's whole migration history (about 1.2 s on 2 cores),
+    and the harness tests make a fresh store per test: ~80 s of the suite.  MLflow builds the schema
+    itself, once, into a template; every later new store in this process gets a byte copy of it
+    through SQLite's backup API, which is what the migrations would have written.  Subprocesses the
+    tests start (the command-line runs) still migrate for real, as a user's first run does.
+    """
+    try:
+        import mlflow.store.db.utils as db_utils
+    except ImportError:        # library-only installs: no harness, no stores
+        yield
+        return
+    import sqlite3
+
+    import sqlalchemy
+
+    migrate = db_utils._initialize_tables
+    template = tmp_path_factory.mktemp("mlflow-schema") / "mlflow.db"
+
+    def initialize(engine):
+        path = engine.url.database if engine.url.get_backend_name() == "sqlite" else None
+        if not path or path == ":memory:":
+            return migrate(engine)
+        if not template.exists():
+            fresh = sqlalchemy.create_engine(f"sqlite:///{template}")
+            try:
+                migrate(fresh)
+            finally:
+                fresh.dispose()
+        raw = engine.raw_connection()
+        try:
+            source = sqlite3.connect(template)
+            try:
+                source.backup(raw.driver_connection)
+            finally:
+                source.close()
+        finally:
+            raw.close()
+
+    db_utils._initialize_tables = initialize
+    yield
+    db_utils._initialize_tables = migrate

@@ -196,6 +196,7 @@ def test_an_unreachable_tracking_server_fails_within_the_timeout_naming_the_uri(
     assert (MLFLOW_HTTP_REQUEST_TIMEOUT.get(), MLFLOW_HTTP_REQUEST_MAX_RETRIES.get()) == (TIMEOUT, 2)
 
 
+@pytest.mark.slow
 def test_tracking_timeout_in_the_config_bounds_the_wait_for_a_silent_server(tmp_path, blackhole):
     uri = f"http://127.0.0.1:{blackhole}"
     cfg = tiny(tmp_path, ["tracking=remote", f"tracking.uri={uri}", "tracking.timeout=2",
@@ -206,6 +207,7 @@ def test_tracking_timeout_in_the_config_bounds_the_wait_for_a_silent_server(tmp_
     assert [os.environ[name] for name in HTTP_ENV] == ["2", "0"]   # MLflow's settings, for what follows
 
 
+@pytest.mark.slow
 def test_after_the_probe_every_mlflow_request_is_bounded_by_the_settings(blackhole):
     from runners import stores
 
@@ -272,6 +274,7 @@ def test_a_multirun_on_a_silent_tracking_server_stops_before_its_jobs(tmp_path, 
     assert isinstance(err, SystemExit) and uri in str(err) and elapsed < BOUND
 
 
+@pytest.mark.slow
 def test_a_silent_postgresql_optuna_storage_fails_within_its_timeout_naming_it(tmp_path, blackhole):
     url = f"postgresql+psycopg2://optuna@127.0.0.1:{blackhole}/optuna"
     cfg = tiny(tmp_path, [f"tune.storage='{url}'", f"tune.storage_timeout={TIMEOUT}"], tune=True)
@@ -300,6 +303,7 @@ def test_a_multirun_on_a_silent_optuna_storage_stops_before_its_jobs(tmp_path, b
     assert isinstance(err, SystemExit) and f"tune.storage={url}" in str(err) and elapsed < BOUND
 
 
+@pytest.mark.slow
 def test_a_timeout_the_storage_url_gives_is_kept(tmp_path, blackhole):
     from runners import stores
 
@@ -575,6 +579,7 @@ def test_an_empty_rows_override_is_refused_before_the_reproduction(tmp_path, hyd
     assert not (tmp_path / "mlflow.db").exists()
 
 
+@pytest.mark.slow
 def test_an_empty_mapping_override_is_refused_from_the_command_line(tmp_path):
     argv = [sys.executable, "-m", "runners.run", f"paths.root_dir={tmp_path}", "dataset.kwargs={}"]
     out = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -345,6 +345,7 @@ def test_cli_on_datasets_without_a_manifest(capsys):
     assert "bundled with scikit-learn: breast_cancer, digits" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_runs_as_a_module():
     res = subprocess.run([sys.executable, "-m", "gbfs.data", "info", "figure1", "--scale", "0.05"],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
@@ -373,6 +374,7 @@ def test_multitask_load_keeps_task_ids_with_their_rows():
         np.testing.assert_array_equal(y, raw.y_train[idx])
 
 
+@pytest.mark.slow
 def test_parallel_loads_download_and_prepare_once(gisette, server):
     """Jobs of a multirun loading the same dataset at once: one download, one cache, all succeed."""
     root, (_, _, X_va, _) = gisette

@@ -297,6 +297,7 @@ def test_baselines_fit_predict_and_selection():
         assert indep.selected_features_per_task_[t].tolist() == single.selected_features_.tolist()
 
 
+@pytest.mark.slow
 def test_multitask_beats_groupsparse_and_pooled_on_synthetic_tasks():
     """Tasks with their own features: Eq. 2's task penalty keeps each task's set small and finds
     its own features; GroupSparse gives every task the union, the pooled model mixes tasks."""

@@ -167,6 +167,7 @@ def databases(postgres, request):
     return [f"tune.storage='{optuna_url}'", f"tracking.uri='{mlflow_url}'"]   # quoted: the URLs hold a "="
 
 
+@pytest.mark.slow
 def test_one_worker_tunes_on_postgresql(tmp_path, databases):
     cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, "tune.n_trials=3", "tune.n_startup_trials=2",
                                  "print_summary=false", "tune.progress=false", *databases])
@@ -188,6 +189,7 @@ def test_four_workers_on_one_postgresql_study_run_exactly_n_trials(tmp_path, dat
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()
 
 
+@pytest.mark.slow
 def test_claims_hold_in_a_race_of_instant_trials_on_postgresql(databases):
     """Six processes claiming instant trials of three studies in one PostgreSQL database (see the
     SQLite race in test_tune_workers.py)."""

@@ -82,6 +82,7 @@ def test_failure_marks_the_run_failed_and_reraises(tmp_path):
     assert mlflow.active_run() is None
 
 
+@pytest.mark.slow
 def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
     # no sibling yet: a clear error, and a FAILED run
     with pytest.raises(ValueError, match="no FINISHED gbfs/agbm/gtgbm run on dataset 'gisette_like'"):
@@ -200,6 +201,7 @@ def test_parallel_joblib_multirun_on_a_fresh_store(tmp_path):
     assert res.stdout.count("| gisette_like |") == 4           # the comparison table at the end
 
 
+@pytest.mark.slow
 def test_optuna_storage_is_created_before_parallel_jobs(tmp_path):
     """Four processes opening one fresh SQLite storage at the same instant race to create its schema
     (about half the time without the callback); after InitOptunaStorage they only open it."""
@@ -247,6 +249,7 @@ def test_parallel_tuning_multirun_on_fresh_stores(tmp_path):
     assert res.stdout.count("| gisette_like |") == 4           # one row per refit, not per trial
 
 
+@pytest.mark.slow
 def test_run_logs_to_a_remote_tracking_server(tmp_path, mlflow_server):
     cfg = compose_cfg(tmp_path, [*TINY, "method=gbfs", "tracking=remote", f"tracking.uri={mlflow_server}"])
     metrics = run_module.run(cfg)
@@ -343,6 +346,7 @@ runpy.run_module("runners.run", run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.slow
 def test_slurm_multirun_without_the_plugin_says_which_extra_to_install(tmp_path):
     env = {**os.environ, "GBFS_ROOT": str(tmp_path)}
     res = subprocess.run([sys.executable, "-c", WITHOUT_SUBMITIT, "-m", "hydra/launcher=slurm", *TINY,

@@ -99,6 +99,7 @@ def harness(tmp_path):
 
 # --------------------------------------------------------------------------- real processes
 
+@pytest.mark.slow
 def test_sigterm_ends_the_run_killed_and_exits_143(harness):
     h = harness("runners.run", "method=agbm", *ENDLESS)
     run = h.wait_for_run("attributes.status = 'RUNNING'")
@@ -108,6 +109,7 @@ def test_sigterm_ends_the_run_killed_and_exits_143(harness):
     assert "terminated by SIGTERM" in h.output()
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_the_run_running_until_the_next_start_marks_it_failed(harness, caplog):
     h = harness("runners.run", "method=agbm", *ENDLESS)
     run = h.wait_for_run("attributes.status = 'RUNNING'")
@@ -133,6 +135,7 @@ def _trial_states(root: Path):
     return [t.state for t in study.trials]
 
 
+@pytest.mark.slow
 def test_sigterm_during_a_trial_fails_it_and_ends_every_run(harness, tmp_path):
     h = harness("runners.tune", "method=agbm", "tune.n_trials=2", *ENDLESS)
     h.wait_for_run("tags.role = 'trial' and attributes.status = 'RUNNING'")
@@ -143,6 +146,7 @@ def test_sigterm_during_a_trial_fails_it_and_ends_every_run(harness, tmp_path):
     assert _trial_states(tmp_path) == [optuna.trial.TrialState.FAIL]   # Optuna closed it, not RUNNING
 
 
+@pytest.mark.slow
 def test_sigterm_during_the_refit_ends_every_run(harness, tmp_path):
     # one short trial, then a refit that never ends: only the refit measures the selection's
     # stability, here over a hundred thousand resamples

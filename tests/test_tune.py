@@ -105,6 +105,7 @@ def test_study_runs_n_trials_then_refits_on_test(tmp_path, capsys):
     assert "tune agbm on gisette_like" in err and "4/4" in err and f"best={best.value:.4f}" in err
 
 
+@pytest.mark.slow
 def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, monkeypatch):
     cfg = make_cfg(tmp_path, "tune.n_trials=2", "tune.refit=false")
     run.run(cfg)   # runners.run hands tune=optuna over to runners.tune

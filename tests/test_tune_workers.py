@@ -120,6 +120,7 @@ def test_four_workers_on_one_sqlite_study_run_exactly_n_trials(tmp_path):
     check_shared_study(cfg, metrics, n_trials=8, n_workers=4)
 
 
+@pytest.mark.slow
 def test_claims_hold_in_a_race_of_instant_trials(tmp_path):
     """Six processes claiming trials that take no time (the harshest race), some failing (their slot
     is run again) and some pruned (they count): exactly n_trials count, on each of four studies."""
@@ -145,6 +146,7 @@ def test_the_readmes_joblib_multirun_on_one_study(tmp_path):
     assert res.stdout.count("| gisette_like |") == 1           # the comparison table: one refit
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_trial_is_failed_closed_and_replaced_on_rerun(tmp_path):
     """SIGKILL during a trial leaves it RUNNING with its MLflow run and the study's; the rerun marks it
     FAIL, closes its run FAILED, does not count it and runs the trials still missing."""
