@@ -29,7 +29,14 @@ PARAM_DOC = """
     max_features : int or None, default=None
         Hard budget: once this many features are used (bags, when ``feature_bags`` is given --
         a bag is what ``mu`` prices), no split may use a new one; ``mu`` still prices the first
-        uses before that.  Never exceeded.  Required by ``method="topk"`` (its K).
+        uses before that.  Never exceeded.  Required by ``method="topk"`` (its K) unless
+        ``max_cost`` is given.
+    max_cost : float or None, default=None
+        Budget in cost units: the ``feature_costs`` of the used features (of the feature that
+        opened each used bag, with ``feature_bags``) sum to at most this.  A feature whose first
+        use would exceed what is left is priced at ``+inf``; ``mu`` still prices the affordable
+        ones.  Never exceeded; with unit costs ``max_cost=K`` is ``max_features=K``.  With
+        ``method="topk"``: the features are taken in order of importance while they fit.
     refit : bool, default=False
         Relaxed refit (:mod:`gbfs.refit`): after the penalised fit has selected its features, grow
         an unpenalised booster (Newton gain and leaves, the same tree settings and sampler, early

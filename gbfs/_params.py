@@ -100,18 +100,24 @@ def check_params(est, warn: bool = True) -> BoostingParams:
 
 def _selection_params(est, method) -> None:
     V.check_int("max_features", est.max_features, 1, allow_none=True)
+    max_cost = V.check_real("max_cost", getattr(est, "max_cost", None), low=0.0, low_open=True,
+                            allow_none=True)
     if not isinstance(est.refit, (bool, np.bool_)):
         raise TypeError(f"refit must be a bool, got {est.refit!r} ({type(est.refit).__name__})")
     V.check_int("selection_patience", est.selection_patience, 1, allow_none=True)
     V.check_choice("importance_type", est.importance_type, IMPORTANCE_TYPES)
     ranks = METHODS[method].ranks
-    if ranks and est.max_features is None:
-        raise ValueError(f"method={method!r} needs max_features (its K, the number of features kept)")
+    if ranks and est.max_features is None and max_cost is None:
+        raise ValueError(f"method={method!r} needs max_features (its K, the number of features kept) "
+                         "or max_cost")
     if est.selection_patience is not None and not est.refit and not ranks:
         raise ValueError("selection_patience only applies with refit=True (it ends the selection "
                          "fit, whose trees a refit replaces)")
-    if ranks and (est.feature_costs is not None or est.feature_bags is not None):
-        raise ValueError(f"feature_costs and feature_bags do not apply to method={method!r} (it ranks "
+    if ranks and est.feature_bags is not None:
+        raise ValueError(f"feature_bags do not apply to method={method!r} (it ranks features by "
+                         "importance, no penalty); use gbfs, agbm or gtgbm")
+    if ranks and est.feature_costs is not None and max_cost is None:
+        raise ValueError(f"feature_costs only apply to method={method!r} with max_cost (it ranks "
                          "features by importance, no penalty); use gbfs, agbm or gtgbm")
 
 def _group_test_params(est, method, warn) -> str:

@@ -31,7 +31,8 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
     _loss = ""
 
     def __init__(self, *, method="agbm", mu=0.01, feature_costs=None, feature_bags=None,
-                 max_features=None, refit=False, selection_patience=None, importance_type="gain",
+                 max_features=None, max_cost=None, refit=False, selection_patience=None,
+                 importance_type="gain",
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
                  min_samples_leaf=20, leaf_count="auto", min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
@@ -46,6 +47,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
         self.feature_costs = feature_costs
         self.feature_bags = feature_bags
         self.max_features = max_features
+        self.max_cost = max_cost
         self.refit = refit
         self.selection_patience = selection_patience
         self.importance_type = importance_type

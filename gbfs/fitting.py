@@ -70,6 +70,7 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
     if est.max_features is not None and est.max_features >= n_units:
         V.warn_user(f"max_features={est.max_features} is at least the number of "
                     f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
+    V.check_max_cost(est.max_cost, costs, bags, d)
     pl = est._group_test_plan(*X.shape) if METHODS[params.method].group_tests else None
     seed = check_random_state(est.random_state).randint(np.iinfo(np.int32).max)
     with numba_threads(est.n_threads):
@@ -110,7 +111,8 @@ def fit_prepared(est, prep: Prepared, selection=None, selection_history=None):
             if topk:
                 # every tree the ranking fit grew, also those early stopping drops: more splits
                 # rank more steadily (LightGBM's GBDT-topK ranks all n_estimators trees)
-                selection = top_k(result.trees, d, est.max_features, est.importance_type)
+                selection = top_k(result.trees, d, est.max_features, est.importance_type, prep.costs,
+                                  est.max_cost)
             elif est.refit:
                 selection = np.asarray(usage.order, dtype=np.int64)
             selection_history = result.history
@@ -148,7 +150,7 @@ def select(est, prep: Prepared, params=None, plain: bool = False):
         params = est._fit_params(prep)
     plain = plain or METHODS[params.method].ranks
     usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(est.mu), prep.costs, prep.bags,
-                         None if plain else est.max_features)
+                         None if plain else est.max_features, None if plain else est.max_cost)
     if plain:
         params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
     rng = np.random.default_rng([prep.seed, 2])  # the group tests' row samples

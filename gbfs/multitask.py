@@ -148,6 +148,7 @@ class _MultitaskBase(_GBFSBase):
         d = X.shape[1]
         costs = V.check_feature_vector("feature_costs", self.feature_costs, d, "cost")
         bags = V.check_feature_vector("feature_bags", self.feature_bags, d, "bag")
+        V.check_max_cost(self.max_cost, costs, bags, d)
         if self.early_stopping_rounds is not None:
             if not evals:
                 raise ValueError("early_stopping_rounds needs eval_set")
@@ -164,7 +165,7 @@ class _MultitaskBase(_GBFSBase):
             tasks = self._task_data(X_binned, y, rows, evals, bin_mapper, params, plans, seed)
             t1 = time.perf_counter()
             usage = MultitaskUsage(d, len(rows), float(self.mu), float(self.mu_task), costs, bags,
-                                   self.max_features)
+                                   self.max_features, self.max_cost)
             results = boost_multitask(tasks, bin_mapper, params, usage, callbacks, model=self)
             t2 = time.perf_counter()
         self._bin_mapper = bin_mapper

@@ -5,7 +5,7 @@ The GT-GBM paper's Eq. 2 charges a split of task ``t``'s tree on feature ``j``
 both, one another task already uses costs only ``mu_t``, one this task uses is free.  Algorithm 1
 adds every feature a task's tree uses to both sets.  Costs ``c_j`` multiply both terms and bags
 apply to both sets, as in the single-task :class:`~gbfs.penalty.FeatureUsage`; the budget
-``max_features`` caps Omega_G (the features of the whole model).
+``max_features`` and ``max_cost`` cap Omega_G (the features of the whole model).
 
 ``mu_t = 0`` is GroupSparse (one set of features for all tasks); ``mu_G = 0`` selects features
 for each task independently; with one task the sets coincide and the charge is ``mu_G + mu_t``.
@@ -27,14 +27,14 @@ class MultitaskUsage:
     n_features, n_tasks : int
     mu_group, mu_task : float
         ``mu_G`` and ``mu_t`` of Eq. 2.
-    costs, bags, max_features
-        As for :class:`~gbfs.penalty.FeatureUsage` (the budget bounds Omega_G).
+    costs, bags, max_features, max_cost
+        As for :class:`~gbfs.penalty.FeatureUsage` (the budgets bound Omega_G).
     """
 
     def __init__(self, n_features: int, n_tasks: int, mu_group: float, mu_task: float,
                  costs: np.ndarray | None = None, bags: np.ndarray | None = None,
-                 max_features: int | None = None):
-        self.group = FeatureUsage(n_features, mu_group, costs, bags, max_features)
+                 max_features: int | None = None, max_cost: float | None = None):
+        self.group = FeatureUsage(n_features, mu_group, costs, bags, max_features, max_cost)
         self.mu_task = float(mu_task)
         self.task_price = self.mu_task * self.group.costs
         n_bags = self.group.bag_used.shape[0]

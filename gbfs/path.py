@@ -213,6 +213,9 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
     if estimator.method not in ("gbfs", "agbm", "gtgbm"):
         raise ValueError(f"estimator.method must be 'gbfs', 'agbm' or 'gtgbm' for a selection path, got "
                          f"{estimator.method!r} (GBDT-topK is one of the path's candidates already)")
+    if getattr(estimator, "max_cost", None) is not None:
+        raise ValueError(f"estimator.max_cost={estimator.max_cost!r}: the path's budgets count features "
+                         "(bags); give the estimator max_cost=None")
     if isinstance(budgets, (int, np.integer)) or not hasattr(budgets, "__iter__"):
         raise TypeError(f"budgets must be a sequence of ints, got {budgets!r}")
     budgets = sorted({V.check_int("budgets[]", b, 1) for b in budgets})

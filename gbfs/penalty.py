@@ -12,6 +12,11 @@ it altogether (:meth:`FeatureUsage.allowed_features`).  Below the budget mu stil
 uses.  Because the budget changes the penalty vector, filling it bumps ``version`` like any new
 use, which makes the grower re-score every pending leaf.
 
+A cost budget ``max_cost = B`` caps what Omega costs: opening a bag through feature ``j`` spends
+``c_j`` (what the penalty charges ``mu`` for), and a feature whose bag is unused is priced at
+``+inf`` as soon as ``spent + c_j > B``.  The budget is full when no unused bag is affordable any
+more.  Without costs every feature costs 1 and ``max_cost = K`` is ``max_features = K``.
+
 Omega is a small protocol (:class:`Usage`) the grower reads and updates; :class:`FeatureUsage` is
 the single-task set, :class:`~gbfs.multitask_usage.MultitaskUsage` the multitask pair
 (Omega_G, Omega_t) of the GT-GBM paper's Eq. 2.
@@ -62,10 +67,13 @@ class FeatureUsage:
         Bag id of every feature (default: each feature its own bag).
     max_features : int or None
         Budget: at most this many bags (features, without bags) ever enter Omega.
+    max_cost : float or None
+        Budget in cost units: the features that open the used bags cost at most this in all.
     """
 
     def __init__(self, n_features: int, mu: float, costs: np.ndarray | None = None,
-                 bags: np.ndarray | None = None, max_features: int | None = None):
+                 bags: np.ndarray | None = None, max_features: int | None = None,
+                 max_cost: float | None = None):
         self.mu = float(mu)
         self.costs = np.ones(n_features) if costs is None else np.asarray(costs, dtype=np.float64)
         if bags is None:
@@ -77,20 +85,38 @@ class FeatureUsage:
         self.used = np.zeros(n_features, dtype=bool)
         self.order: list[int] = []  # features in order of first use
         self.max_features = max_features
+        self.max_cost = max_cost
         self.n_bags_used = 0
-        self._penalty = self.mu * self.costs
+        self._unaffordable = False  # max_cost: no unused bag fits what is left of it
+        self.spent = 0.0  # cost of the features that opened the used bags, summed in order of use
+        self._penalty = self._prices()
         self.version = 0  # bumped whenever the penalty vector changes
         self._free = np.empty(0, dtype=np.int64)
         self._free_version = -1
 
     def penalty(self) -> np.ndarray:
-        """``mu * c_j * 1{bag(j) has no used feature}`` (shared, do not modify)."""
+        """``mu * c_j * 1{bag(j) has no used feature}``, ``+inf`` where a budget forbids the first
+        use (shared, do not modify)."""
         return self._penalty
 
     @property
     def full(self) -> bool:
         """Whether the budget is exhausted: no unused bag may enter Omega any more."""
-        return self.max_features is not None and self.n_bags_used >= self.max_features
+        if self.max_features is not None and self.n_bags_used >= self.max_features:
+            return True
+        return self._unaffordable
+
+    def _prices(self) -> np.ndarray:
+        """The penalty vector of the current Omega (see :meth:`penalty`)."""
+        used = self.bag_used[self.bag_of]
+        if self.max_features is not None and self.n_bags_used >= self.max_features:
+            return np.where(used, 0.0, np.inf)
+        price = self.mu * self.costs
+        if self.max_cost is not None:
+            over = self.spent + self.costs > self.max_cost
+            self._unaffordable = bool(np.all(used | over))
+            price = np.where(over, np.inf, price)
+        return np.where(used, 0.0, price)
 
     def allowed_features(self) -> np.ndarray | None:
         """Features a split may still use: None (all of them) or, once the budget is full, Omega.
@@ -122,7 +148,7 @@ class FeatureUsage:
             return False
         self.bag_used[bag] = True
         self.n_bags_used += 1
-        unused_price = np.inf if self.full else self.mu * self.costs
-        self._penalty = np.where(self.bag_used[self.bag_of], 0.0, unused_price)
+        self.spent += float(self.costs[feature])
+        self._penalty = self._prices()
         self.version += 1
         return True

@@ -38,12 +38,29 @@ def importances(trees: list[Tree], n_features: int, importance_type: str = "gain
     return out
 
 
-def top_k(trees: list[Tree], n_features: int, k: int, importance_type: str = "gain") -> np.ndarray:
+def top_k(trees: list[Tree], n_features: int, k: int | None, importance_type: str = "gain",
+          costs: np.ndarray | None = None, max_cost: float | None = None) -> np.ndarray:
     """GBDT-topK's selection: the ``k`` most important features (ties: the lower index first);
-    features never used are not selected, so fewer than ``k`` may come back."""
+    features never used are not selected, so fewer than ``k`` may come back.
+
+    With ``max_cost``: the features in order of importance, each taken while its cost (``costs``,
+    default 1) fits in what is left of ``max_cost`` -- a more important feature that does not fit
+    is passed over for less important ones that do -- and at most ``k`` of them (None: no count).
+    """
     imp = importances(trees, n_features, importance_type)
-    order = np.argsort(-imp, kind="stable")[:k]
-    return order[imp[order] > 0].astype(np.int64)
+    order = np.argsort(-imp, kind="stable")
+    order = order[imp[order] > 0]
+    if max_cost is None:
+        return order[:k].astype(np.int64)
+    costs = np.ones(n_features) if costs is None else np.asarray(costs, dtype=np.float64)
+    taken, spent = [], 0.0
+    for j in order:
+        if k is not None and len(taken) == k:
+            break
+        if spent + costs[j] <= max_cost:  # the same test as FeatureUsage's, summed in the same order
+            taken.append(j)
+            spent += float(costs[j])
+    return np.asarray(taken, dtype=np.int64)
 
 
 def refit_params(params: BoostingParams) -> BoostingParams:

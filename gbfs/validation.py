@@ -302,3 +302,21 @@ def warn_inexact_integers(X, name: str = "X") -> None:
         warn_user(f"{name} has {n} integer value{'s' if n > 1 else ''} beyond +-2**53 that float64 "
                   "cannot represent exactly: they are rounded to the nearest float64 (subtract an "
                   "offset or rescale them if their exact values matter)")
+
+
+def check_max_cost(max_cost: float | None, costs: np.ndarray | None, bags: np.ndarray | None,
+                   d: int) -> None:
+    """Refuse a cost budget no feature fits in (a constant model nobody asked for); warn when it
+    can never bind (it covers the dearest way to open every bag)."""
+    if max_cost is None or d == 0:
+        return
+    costs = np.ones(d) if costs is None else costs
+    if max_cost < costs.min():
+        raise ValueError(f"max_cost={max_cost:g} is below the cost of every feature (the cheapest "
+                         f"costs {costs.min():g}): no feature could be used")
+    _, bag_of = np.unique(np.arange(d) if bags is None else bags, return_inverse=True)
+    dearest = np.zeros(int(bag_of.max()) + 1)
+    np.maximum.at(dearest, bag_of, costs)
+    if max_cost >= dearest.sum():
+        warn_user(f"max_cost={max_cost:g} covers every {'bag' if bags is not None else 'feature'} "
+                  "of X: the budget never binds")
