@@ -52,13 +52,23 @@ def top_k(trees: list[Tree], n_features: int, k: int | None, importance_type: st
     order = order[imp[order] > 0]
     if max_cost is None:
         return order[:k].astype(np.int64)
-    costs = np.ones(n_features) if costs is None else np.asarray(costs, dtype=np.float64)
+    return within_cost(order, np.ones(n_features) if costs is None else costs, max_cost, k)
+
+
+def within_cost(order, costs: np.ndarray, max_cost: float, k: int | None = None) -> np.ndarray:
+    """The features of ``order`` taken one by one while their ``costs`` fit in what is left of
+    ``max_cost`` (a feature that does not fit is passed over for later ones that do), at most ``k``.
+
+    The test and the order of the sum are :class:`~gbfs.penalty.FeatureUsage`'s, so a ranking under
+    a cost cap and a penalised fit under ``max_cost`` spend the budget by the same rule.
+    """
+    costs = np.asarray(costs, dtype=np.float64)
     taken, spent = [], 0.0
     for j in order:
         if k is not None and len(taken) == k:
             break
-        if spent + costs[j] <= max_cost:  # the same test as FeatureUsage's, summed in the same order
-            taken.append(j)
+        if spent + costs[j] <= max_cost:
+            taken.append(int(j))
             spent += float(costs[j])
     return np.asarray(taken, dtype=np.int64)
 

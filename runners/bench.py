@@ -2,7 +2,7 @@
 
 ``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``categorical`` in
 :mod:`runners.bench_categorical`, ``ranking`` in :mod:`runners.bench_ranking`, ``utility`` in
-:mod:`runners.bench_utility`, ``data`` in
+:mod:`runners.bench_utility`, ``cost`` in :mod:`runners.bench_cost`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
 :mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``multiclass``
 in :mod:`runners.bench_multiclass`, ``load`` (one fit
@@ -57,6 +57,7 @@ from gbfs import GBFSClassifier
 from gbfs.metrics import roc_auc
 from runners import (
     bench_categorical,
+    bench_cost,
     bench_data,
     bench_gtgbm,
     bench_multiclass,
@@ -331,6 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_categorical.add_parser(sub)
     bench_ranking.add_parser(sub)
     bench_utility.add_parser(sub)
+    bench_cost.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 
