@@ -124,3 +124,34 @@ class _RecordEvaluation:
 def record_evaluation(store: dict):
     """Append every recorded value to ``store[name]`` (cleared at the start of each fit)."""
     return _RecordEvaluation(store)
+
+
+class _ProgressBar:
+    def __init__(self, desc: str):
+        self.desc, self.bar = desc, None
+
+    def reset(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.bar = None
+
+    def __call__(self, env: CallbackEnv) -> None:
+        if self.bar is None:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=env.end_iteration or None, desc=self.desc, unit="tree")
+        self.bar.update(1)
+        loss = env.record.get("val_loss", env.record.get("train_loss"))
+        if isinstance(loss, float):
+            self.bar.set_postfix_str(f"loss={loss:.5g}", refresh=False)
+        if env.iteration + 1 >= env.end_iteration:
+            self.reset()
+
+    def __getstate__(self) -> dict:  # a bar on a terminal is no state to carry: pickles without it
+        return {"desc": self.desc, "bar": None}
+
+
+def progress_bar(desc: str = "fit"):
+    """A tqdm bar (stderr) over the trees of each fit, with the latest validation (else training)
+    loss; a new bar per fit, closed when the fit's last tree is added or the next fit starts."""
+    return _ProgressBar(str(desc))

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from sklearn.base import clone, is_classifier
+from tqdm.auto import tqdm
 
 from . import validation as V
 from .methods import METHODS
@@ -175,8 +176,8 @@ def _prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:
 class _Search:
     """Probes of the path: selection fits at given ``mu`` sharing the prepared data."""
 
-    def __init__(self, template, prep, k_max: int, patience: int):
-        self.template, self.prep, self.k_max, self.patience = template, prep, k_max, patience
+    def __init__(self, template, prep, k_max: int, patience: int, bar):
+        self.template, self.prep, self.k_max, self.patience, self.bar = template, prep, k_max, patience, bar
         self.probes: dict[float, dict] = {}
         self.bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
 
@@ -193,6 +194,8 @@ class _Search:
         self.probes[mu] = rec = {"mu": mu, "order": list(usage.order), "n_bags": usage.n_bags_used,
                                  "n_features": len(usage.order), "trees": len(result.trees),
                                  "seconds": time.perf_counter() - t0, "history": result.history}
+        self.bar.set_postfix_str(f"probe mu={mu:.3g}: {rec['n_features']} features", refresh=False)
+        self.bar.update(1)
         return rec
 
     def bracket(self, k: int, mu_max: float) -> tuple[float | None, float]:
@@ -230,7 +233,8 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
 
 
 def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 5,
-                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0) -> SelectionPath:
+                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0,
+                   verbose: bool = False) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
     Parameters
@@ -255,6 +259,9 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
         Bisections of each budget's ``mu`` bracket after the geometric descent.
     ratio : float, default=4.0
         Step of the geometric descent of ``mu`` from ``mu_max``.
+    verbose : bool, default=False
+        A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes and
+        the candidates' refits, each named as it ends.
 
     Returns
     -------
@@ -262,13 +269,22 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     """
     budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine)
     V.check_real("ratio", ratio, low=1.0, low_open=True)
+    V.check_bool("verbose", verbose)
+    with tqdm(desc="selection path", unit="fit", disable=not verbose) as bar:
+        return _path(estimator, X, y, eval_set, budgets, test_set, patience, n_probes, refine, ratio, bar)
+
+
+def _path(estimator, X, y, eval_set, budgets, test_set, patience, n_probes, refine, ratio,
+          bar) -> SelectionPath:
     t_start = time.perf_counter()
     prep = clone(estimator).set_params(max_features=None, refit=False, selection_patience=None)._prepare(
         X, y, eval_set)
     base = _Unpenalised(estimator, prep, patience)
     t_base = time.perf_counter() - t_start
+    bar.set_postfix_str(f"unpenalised fit: {len(base.full_order)} features", refresh=False)
+    bar.update(1)
     mu_max = base.mu_max
-    search = _Search(estimator, prep, budgets[-1], patience)
+    search = _Search(estimator, prep, budgets[-1], patience, bar)
     # the data may support fewer features than the largest budget: the descent also ends when two
     # more steps of smaller mu have not added a feature
     k_fill = min(budgets[-1], search.n_bags(base.full_order))
@@ -387,6 +403,8 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
             model._fit_prepared(prep, selection=feats)
         seconds = time.perf_counter() - t0
         val = _score(model, X_val, y_val, classifier)
+        search.bar.set_postfix_str(f"budget {k}: {source} refit", refresh=False)
+        search.bar.update(1)
         candidates.append({"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
                            "features": feats.tolist(), "val_score": val, "seconds": seconds})
         if best is None or val > best.val_score:

@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import clone, is_classifier
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 from sklearn.utils import _safe_indexing, check_random_state
+from tqdm.auto import tqdm
 
 from . import validation as V
 
@@ -182,7 +183,8 @@ class StabilityResult:
 
 
 def selection_stability(estimator, X, y, *, n_resamples: int = 20, subsample: float = 0.5, eval_set=None,
-                        random_state=None, stratify: bool | None = None) -> StabilityResult:
+                        random_state=None, stratify: bool | None = None,
+                        verbose: bool = False) -> StabilityResult:
     """Refit a feature selector on subsamples of the rows and measure how stable its selection is.
 
     Parameters
@@ -208,6 +210,8 @@ def selection_stability(estimator, X, y, *, n_resamples: int = 20, subsample: fl
     stratify : bool or None
         Keep the class proportions of ``y`` in every subsample (``StratifiedShuffleSplit``);
         None: yes for classifiers, no otherwise.
+    verbose : bool, default=False
+        A progress bar (tqdm, stderr) over the fits.
 
     Returns
     -------
@@ -219,6 +223,7 @@ def selection_stability(estimator, X, y, *, n_resamples: int = 20, subsample: fl
                         f"got {type(estimator).__name__}")
     n_resamples = V.check_int("n_resamples", n_resamples, 2)
     subsample = V.check_real("subsample", subsample, 0.0, 1.0, low_open=True)
+    V.check_bool("verbose", verbose)
     if stratify is not None and not isinstance(stratify, (bool, np.bool_)):
         raise TypeError(f"stratify must be True, False or None, got {stratify!r}")
     if eval_set is not None and not (isinstance(eval_set, (tuple, list)) and len(eval_set) == 2):
@@ -253,7 +258,7 @@ def selection_stability(estimator, X, y, *, n_resamples: int = 20, subsample: fl
     has_seed = "random_state" in clone(estimator).get_params(deep=False)
     kwargs = {} if eval_set is None else {"eval_set": eval_set}
     selections = []
-    for i, idx in enumerate(rows):
+    for i, idx in enumerate(tqdm(rows, desc="selection stability", unit="fit", disable=not verbose)):
         est = clone(estimator)
         if has_seed:
             est.set_params(random_state=fit_seed + i)

@@ -42,6 +42,13 @@ def check_int(name, value, low, allow_none=False):
     return int(value)
 
 
+def check_bool(name: str, value) -> bool:
+    """``value`` as a bool; anything but True/False (numpy's included) is refused naming ``name``."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return bool(value)
+
+
 def check_real(name, value, low=None, high=None, low_open=False, high_open=False, allow_none=False):
     if value is None and allow_none:
         return None

@@ -65,7 +65,7 @@ def fit_path(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.L
     parent_id = mlflow.active_run().info.run_id
     mlflow.set_tags({"role": PARENT_ROLE, "budgets": ",".join(map(str, budgets))})
     path = selection_path(template, ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), budgets=budgets,
-                          test_set=(ds.X_test, ds.y_test), **search)
+                          test_set=(ds.X_test, ds.y_test), **{"verbose": True, **search})
     metrics = {"path_seconds": path.seconds, "mu_max": path.mu_max, "n_probes": float(len(path.probes))}
     tracking.log_metrics(parent_id, metrics)
     log_path_artifacts(path, parent_id)

@@ -57,7 +57,7 @@ def log_stability(cfg: DictConfig, ds: Dataset, model, run_id: str) -> dict[str,
     t0 = time.perf_counter()
     result = selection_stability(clone(model), ds.X_train, ds.y_train, n_resamples=int(spec.n_resamples),
                                  subsample=float(spec.subsample), eval_set=(ds.X_val, ds.y_val),
-                                 random_state=int(cfg.seed))
+                                 random_state=int(cfg.seed), verbose=True)
     result.feature_names = list(ds.feature_names)   # the JSON and the plot name the columns
     metrics = {"stability_jaccard": result.jaccard, "stability_kuncheva": result.kuncheva,
                "stability_seconds": time.perf_counter() - t0}

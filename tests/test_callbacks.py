@@ -248,3 +248,17 @@ def test_pickled_early_stopping_keeps_its_state():
 def test_early_stop_exception_pickles():
     exc = pickle.loads(pickle.dumps(EarlyStopException(4, 0.25)))
     assert (exc.best_iteration, exc.best_score) == (4, 0.25)
+
+
+def test_progress_bar_counts_the_trees_of_each_fit_and_pickles(clf_data, capsys):
+    from gbfs.callbacks import progress_bar
+
+    X, y = clf_data
+    cb = progress_bar("demo")
+    for n in (7, 4):  # a new bar per fit
+        est = GBFSClassifier(n_estimators=n, max_leaves=8, min_samples_leaf=5, random_state=0)
+        est.fit(X, y, callbacks=[cb])
+        err = capsys.readouterr().err
+        assert "demo: 100%" in err and f"{n}/{n}" in err and "loss=" in err
+    assert cb.bar is None  # closed with the fit's last tree
+    assert pickle.loads(pickle.dumps(cb)).desc == "demo"

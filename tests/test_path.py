@@ -142,3 +142,19 @@ def test_bad_arguments(data, kwargs, err, match):
         selection_path(GBFSClassifier(**KW), Xt, yt, **args)
     with pytest.raises(ValueError, match="estimator.method"):
         selection_path(clone(GBFSClassifier(method="topk", max_features=2)), Xt, yt, eval_set=(Xv, yv))
+
+
+def test_verbose_path_counts_every_fit_on_stderr_and_quiet_prints_nothing(clf_split, capsys):
+    X, y, Xv, yv = clf_split
+    template = GBFSClassifier(n_estimators=15, max_leaves=8, min_samples_leaf=5, random_state=0,
+                              early_stopping_rounds=5)
+    quiet = selection_path(template, X, y, eval_set=(Xv, yv), budgets=(2, 4))
+    assert capsys.readouterr().err == ""
+    loud = selection_path(template, X, y, eval_set=(Xv, yv), budgets=(2, 4), verbose=True)
+    err = capsys.readouterr().err
+    n_fits = 1 + len(loud.probes) + len(loud.candidates)  # the unpenalised fit, probes, refits
+    # the bar's last state (tqdm redraws at most every 0.1 s, so earlier states may not show)
+    assert f"selection path: {n_fits}fit" in err and "budget 2:" in err
+    assert [r.features.tolist() for r in loud.results] == [r.features.tolist() for r in quiet.results]
+    with pytest.raises(TypeError, match="verbose must be True or False"):
+        selection_path(template, X, y, eval_set=(Xv, yv), budgets=(2,), verbose="yes")

@@ -236,3 +236,12 @@ def test_gbfs_classifier_with_eval_set():
     # shuffle=False: the informative features are columns 0-2
     assert set(np.argsort(-res.frequency, kind="stable")[:3].tolist()) == {0, 1, 2}
     assert 0 < res.jaccard <= 1 and -1 <= res.kuncheva <= 1
+
+
+def test_verbose_stability_shows_a_bar_over_the_fits(clf_data, capsys):
+    X, y = clf_data
+    selection_stability(GBFSClassifier(n_estimators=5, random_state=0), X, y, n_resamples=3, random_state=0,
+                        verbose=True)
+    assert "selection stability: 100%" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="verbose must be True or False"):
+        selection_stability(GBFSClassifier(), X, y, verbose=1)
