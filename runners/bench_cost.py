@@ -1,7 +1,7 @@
 """Selection under a cost budget (``python -m runners.bench cost``): a price per feature against ranking.
 
-    python -m runners.bench cost --quick      # ~1 min: breast_cancer and digits, one seed, two budgets
-    python -m runners.bench cost              # five real data sets, seeds 0 1 2 (~10 min on 2 cores)
+    python -m runners.bench cost --quick      # ~10 s: breast_cancer and digits, one seed, two budgets
+    python -m runners.bench cost              # five real data sets, seeds 0 1 2 (~1.5 min on 2 cores)
 
 Where features cost different amounts to measure (lab tests, sensors, paid data), a model must stay
 within a total cost, not a count.  Ranking methods order features by importance and can only be
