@@ -76,6 +76,12 @@ PARAM_DOC = """
         Minimum sum of the second channel (weights or hessians) in a child.
     max_bins : int, default=255
         Value bins per feature (NaN has an extra bin).
+    min_data_in_bin : int, default=1
+        Fewest training rows of a value bin (LightGBM's ``min_data_in_bin``, whose default is 3):
+        a column with few distinct values merges its rare ones with their neighbours, one with
+        many gets at most ``n_rows // min_data_in_bin`` quantile bins.  On tiny data (a few dozen
+        rows) 3 keeps the first split from isolating single rows; 1 gives every distinct value of
+        a narrow column its own bin.
     bin_subsample : int or None, default=200000
         Rows used to find bin edges.
     early_stopping_rounds : int or None, default=None

@@ -77,6 +77,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
     if est.max_bins > MAX_BINS:
         raise ValueError(f"max_bins must be <= {MAX_BINS}, got {est.max_bins!r}")
     V.check_int("bin_subsample", est.bin_subsample, 1000, allow_none=True)
+    V.check_int("min_data_in_bin", getattr(est, "min_data_in_bin", 1), 1)
     V.check_int("early_stopping_rounds", est.early_stopping_rounds, 1, allow_none=True)
     V.check_int("n_threads", est.n_threads, 1, allow_none=True)
     try:

@@ -2,7 +2,11 @@
 
 A feature with at most 255 distinct training values gets one bin per value
 (edges at the midpoints between consecutive values); otherwise the edges are the
-255-quantiles of a row subsample, as in LightGBM and scikit-learn.  NaN always
+255-quantiles of a row subsample, as in LightGBM and scikit-learn.  ``min_data_in_bin``
+(LightGBM's parameter) merges rare values: with few distinct values a bin is closed only once it
+holds that many rows (LightGBM's ``GreedyFindBin``, the same partition of the training values;
+only the last bin may hold fewer), and with many the number of quantile bins is capped at
+``n_rows // min_data_in_bin``.  On tiny data this keeps the root from separating single rows.  NaN always
 maps to the dedicated missing bin 255.  The edges are kept so that a split on bin
 ``t`` can be applied to raw values as ``x <= edges[t]``, which is exactly the same
 decision as ``bin(x) <= t`` because ``bin(x) = #{edges < x}``.
@@ -26,7 +30,7 @@ _FEATURE_BLOCK = 16  # features transformed together, so each row read is one ca
 
 
 @njit(cache=True, nogil=True)
-def _edges_of_sorted(values, max_bins, out):
+def _edges_of_sorted(values, max_bins, min_data_in_bin, out):
     """Write the bin edges of a sorted, NaN-free column into ``out``; return their count."""
     n = values.shape[0]
     if n == 0:
@@ -38,14 +42,18 @@ def _edges_of_sorted(values, max_bins, out):
             n_distinct += 1
     n_edges = 0
     if n_distinct <= max_bins:
+        in_bin = 0  # rows of the bin being filled: it closes at a value change once it holds enough
         for i in range(1, n):
-            if values[i] != values[i - 1]:
+            in_bin += 1
+            if values[i] != values[i - 1] and in_bin >= min_data_in_bin:
                 out[n_edges] = values[i - 1] * 0.5 + values[i] * 0.5  # no overflow near +-DBL_MAX
                 n_edges += 1
+                in_bin = 0
         return n_edges
-    # equal-frequency edges: the q/max_bins quantiles with midpoint interpolation
-    for q in range(1, max_bins):
-        pos = q * (n - 1) / max_bins
+    # equal-frequency edges: the q/n_bins quantiles with midpoint interpolation
+    n_bins = max(1, min(max_bins, n // min_data_in_bin))
+    for q in range(1, n_bins):
+        pos = q * (n - 1) / n_bins
         lo = int(np.floor(pos))
         hi = int(np.ceil(pos))
         edge = values[lo] * 0.5 + values[hi] * 0.5
@@ -96,21 +104,21 @@ def _standardised_bin_values(values, edges, n_edges, out):
 
 
 @njit(cache=True, nogil=True)
-def _fit_sorted(values, max_bins, edges, z_values):
+def _fit_sorted(values, max_bins, min_data_in_bin, edges, z_values):
     """Edges and standardised bin values of sorted NaN-free ``values``; returns the edge count."""
-    n_edges = _edges_of_sorted(values, max_bins, edges)
+    n_edges = _edges_of_sorted(values, max_bins, min_data_in_bin, edges)
     _standardised_bin_values(values, edges, n_edges, z_values)
     return n_edges
 
 
 @njit(cache=True, nogil=True)
-def _fit_column(col, m, max_bins, edges, z_values):
+def _fit_column(col, m, max_bins, min_data_in_bin, edges, z_values):
     """Edges and standardised bin values of the ``m`` NaN-free values at the start of ``col``."""
-    return _fit_sorted(sort_floats(col[:m]), max_bins, edges, z_values)
+    return _fit_sorted(sort_floats(col[:m]), max_bins, min_data_in_bin, edges, z_values)
 
 
 @njit(parallel=True, cache=True)
-def _fit_edges(X, max_bins, edges, n_edges, z_values):
+def _fit_edges(X, max_bins, min_data_in_bin, edges, n_edges, z_values):
     n, d = X.shape
     for f in prange(d):
         col = np.empty(n, dtype=np.float64)
@@ -120,11 +128,11 @@ def _fit_edges(X, max_bins, edges, n_edges, z_values):
             if not np.isnan(v):
                 col[m] = v
                 m += 1
-        n_edges[f] = _fit_column(col, m, max_bins, edges[f], z_values[f])
+        n_edges[f] = _fit_column(col, m, max_bins, min_data_in_bin, edges[f], z_values[f])
 
 
 @njit(parallel=True, cache=True)
-def _fit_edges_csc(n, indptr, data, max_bins, edges, n_edges, z_values):
+def _fit_edges_csc(n, indptr, data, max_bins, min_data_in_bin, edges, n_edges, z_values):
     """:func:`_fit_edges` of a CSC matrix: each column's implicit zeros, then its stored values."""
     d = indptr.shape[0] - 1
     for f in prange(d):
@@ -145,7 +153,7 @@ def _fit_edges_csc(n, indptr, data, max_bins, edges, n_edges, z_values):
         col[:neg] = nz[:neg]
         col[neg:neg + n_zero] = 0.0
         col[neg + n_zero:] = nz[neg:]
-        n_edges[f] = _fit_sorted(col, max_bins, edges[f], z_values[f])
+        n_edges[f] = _fit_sorted(col, max_bins, min_data_in_bin, edges[f], z_values[f])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -220,6 +228,9 @@ class BinMapper:
         Seed of the subsample.
     categorical : array of bool, shape (n_features,), or None
         The categorical features (non-negative integer codes, NaN for missing).
+    min_data_in_bin : int, default=1
+        Fewest (subsampled) training rows of a value bin, LightGBM's parameter (its default is 3);
+        1 gives every distinct value of a narrow column its own bin.  Categorical features ignore it.
 
     Attributes
     ----------
@@ -239,17 +250,20 @@ class BinMapper:
     """
 
     def __init__(self, max_bins: int = MAX_BINS, subsample: int | None = 200_000,
-                 random_state=None, categorical=None):
+                 random_state=None, categorical=None, min_data_in_bin: int = 1):
         self.max_bins = max_bins
         self.subsample = subsample
         self.random_state = random_state
         self.categorical = categorical
+        self.min_data_in_bin = min_data_in_bin
 
     def fit(self, X) -> BinMapper:
         """Find the edges of ``X`` (an array, or a scipy.sparse matrix: its columns are read one at
         a time, implicit entries are zeros, the matrix is never densified)."""
         if not 2 <= self.max_bins <= MAX_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {self.max_bins!r}")
+        if not (isinstance(self.min_data_in_bin, (int, np.integer)) and self.min_data_in_bin >= 1):
+            raise ValueError(f"min_data_in_bin must be an integer >= 1, got {self.min_data_in_bin!r}")
         sparse = scipy.sparse.issparse(X)
         if not sparse:
             X = np.ascontiguousarray(X, dtype=X_DTYPE)
@@ -263,10 +277,11 @@ class BinMapper:
         self.standardised_values_ = np.zeros((d, MISSING_BIN + 1), dtype=np.float64)
         if sparse:
             X = _csc(X)
-            _fit_edges_csc(X.shape[0], X.indptr, X.data, self.max_bins, self.bin_edges_, self.n_edges_,
-                           self.standardised_values_)
+            _fit_edges_csc(X.shape[0], X.indptr, X.data, self.max_bins, int(self.min_data_in_bin),
+                           self.bin_edges_, self.n_edges_, self.standardised_values_)
         else:
-            _fit_edges(X, self.max_bins, self.bin_edges_, self.n_edges_, self.standardised_values_)
+            _fit_edges(X, self.max_bins, int(self.min_data_in_bin), self.bin_edges_, self.n_edges_,
+                       self.standardised_values_)
         self._fit_categories(X)
         self.n_bins_non_missing_ = self.n_edges_ + 1
         return self
@@ -355,7 +370,8 @@ class BinMapper:
         """A fitted mapper of the given columns only (feature ``k`` of it is ``columns[k]`` here),
         sharing these edges: a model grown on ``transform(X)[:, columns]`` has this mapper's
         thresholds."""
-        sub = BinMapper(self.max_bins, self.subsample, self.random_state)
+        sub = BinMapper(self.max_bins, self.subsample, self.random_state,
+                        min_data_in_bin=getattr(self, "min_data_in_bin", 1))
         columns = np.asarray(columns, dtype=np.int64)
         sub.bin_edges_ = self.bin_edges_[columns]
         sub.n_edges_ = self.n_edges_[columns]

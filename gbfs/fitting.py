@@ -76,7 +76,7 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
     with numba_threads(est.n_threads):
         t0 = time.perf_counter()
         bin_mapper = BinMapper(est.max_bins, est.bin_subsample, np.random.default_rng(seed),
-                               est._categorical_mask(d)).fit(X)
+                               est._categorical_mask(d), est.min_data_in_bin).fit(X)
         X_binned = bin_mapper.transform(X)
         named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv, *extra)
                  for k, (Xv, yv, *extra) in enumerate(evals)]

@@ -160,7 +160,7 @@ class _MultitaskBase(_GBFSBase):
         with numba_threads(self.n_threads):
             t0 = time.perf_counter()
             bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed),
-                                   self._categorical_mask(d)).fit(X)
+                                   self._categorical_mask(d), self.min_data_in_bin).fit(X)
             X_binned = bin_mapper.transform(X)
             tasks = self._task_data(X_binned, y, rows, evals, bin_mapper, params, plans, seed)
             t1 = time.perf_counter()

@@ -260,3 +260,91 @@ def test_radix_sort_equals_numpy_sort(kind):
     out = sort_floats(values.copy())
     np.testing.assert_array_equal(out, np.sort(values))
     assert np.all(np.diff(out) >= 0)
+
+
+# -- min_data_in_bin: LightGBM's merging of rare values ---------------------------------------------
+
+def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two binnings of the same rows group them alike (bin ids may differ by an offset)."""
+    return len(set(zip(a.tolist(), b.tolist()))) == len(set(a.tolist())) == len(set(b.tolist()))
+
+
+@pytest.mark.parametrize("min_data_in_bin", [1, 2, 3, 5, 10])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_min_data_in_bin_bins_small_data_as_lightgbm(min_data_in_bin, seed):
+    """60 rows of positive values with ties (microarray-like): LightGBM's GreedyFindBin partition.
+
+    Positive values only: LightGBM keeps zero in a bin of its own, which it adds (empty here) to
+    every feature -- its bin count is ours plus one."""
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.lognormal(size=(60, 40)), 1) + 0.1
+    ds = lgb.Dataset(X, label=rng.integers(0, 2, 60), free_raw_data=False,
+                     params={"min_data_in_bin": min_data_in_bin, "max_bin": 255, "verbose": -1,
+                             "min_data_in_leaf": 1, "feature_pre_filter": False}).construct()
+    ours = BinMapper(min_data_in_bin=min_data_in_bin).fit(X)
+    np.testing.assert_array_equal([ds.feature_num_bin(j) for j in range(X.shape[1])], ours.n_edges_ + 2)
+    binned = ours.transform(X)
+    for j in range(X.shape[1]):  # each bin but the last holds at least min_data_in_bin rows
+        counts = np.bincount(binned[:, j])
+        assert counts[:-1].min(initial=min_data_in_bin) >= min_data_in_bin
+    if hasattr(ds, "_dump_text"):  # LightGBM's own bin of every row, where its build offers it
+        import tempfile
+        from pathlib import Path
+
+        with tempfile.TemporaryDirectory() as tmp:
+            ds._dump_text(str(Path(tmp) / "bins.txt"))
+            rows = (Path(tmp) / "bins.txt").read_text().splitlines()[-X.shape[0]:]
+        theirs = np.array([[int(v) for v in r.split(",")[:-1]] for r in rows])
+        assert all(_same_partition(theirs[:, j], binned[:, j]) for j in range(X.shape[1]))
+
+
+def test_min_data_in_bin_caps_the_quantile_bins_of_a_wide_column():
+    x = np.random.default_rng(0).standard_normal(3000)[:, None]
+    m = BinMapper(min_data_in_bin=20).fit(x)
+    assert m.n_edges_[0] + 1 == 3000 // 20
+    counts = np.bincount(m.transform(x)[:, 0])
+    assert counts.min() >= 19 and counts.max() <= 21  # equal-frequency bins of ~n / n_bins rows
+    assert BinMapper(min_data_in_bin=1).fit(x).n_edges_[0] + 1 == 255  # unchanged without it
+
+
+def test_min_data_in_bin_one_keeps_every_distinct_value():
+    x = np.array([[1.0], [2.0], [2.0], [3.0], [9.0]])
+    np.testing.assert_array_equal(_edges(BinMapper().fit(x), 0), [1.5, 2.5, 6.0])
+    np.testing.assert_array_equal(_edges(BinMapper(min_data_in_bin=2).fit(x), 0), [2.5])
+
+
+def test_min_data_in_bin_sparse_equals_dense():
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(3)
+    X = np.round(rng.random((80, 6)), 1) * (rng.random((80, 6)) < 0.4)
+    dense = BinMapper(min_data_in_bin=3).fit(X)
+    sparse = BinMapper(min_data_in_bin=3).fit(sp.csr_matrix(X))
+    np.testing.assert_array_equal(dense.n_edges_, sparse.n_edges_)
+    np.testing.assert_array_equal(dense.transform(X), sparse.transform(sp.csr_matrix(X)))
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "3"])
+def test_bad_min_data_in_bin_is_refused_naming_it(bad):
+    from gbfs import GBFSClassifier
+
+    X = np.random.default_rng(0).random((50, 3))
+    with pytest.raises((ValueError, TypeError), match="min_data_in_bin"):
+        GBFSClassifier(min_data_in_bin=bad, n_estimators=2).fit(X, (X[:, 0] > 0.5).astype(int))
+    with pytest.raises(ValueError, match="min_data_in_bin"):
+        BinMapper(min_data_in_bin=bad).fit(X)
+
+
+def test_min_data_in_bin_reaches_the_model_and_its_file(tmp_path):
+    from gbfs import GBFSClassifier, load_model
+
+    rng = np.random.default_rng(0)
+    X = np.round(rng.random((60, 5)), 2)
+    y = (X[:, 0] > 0.5).astype(int)
+    est = GBFSClassifier(min_data_in_bin=5, min_samples_leaf=3, n_estimators=5, random_state=0).fit(X, y)
+    assert np.all(np.bincount(est._bin_mapper.transform(X)[:, 0])[:-1] >= 5)
+    est.save_model(tmp_path / "m.json")
+    back = load_model(tmp_path / "m.json")
+    assert back.min_data_in_bin == 5
+    np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
