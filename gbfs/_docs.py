@@ -74,6 +74,9 @@ PARAM_DOC = """
         L2 term added to hessian sums of the Newton forms.
     min_child_weight : float, default=1e-3
         Minimum sum of the second channel (weights or hessians) in a child.
+    min_split_gain : float, default=0.0
+        A split must gain more than this (in the criterion's unpenalised gain units, before any
+        normalisation or penalty), LightGBM's ``min_split_gain``; 0: any positive gain.
     max_bins : int, default=255
         Value bins per feature (NaN has an extra bin).
     min_data_in_bin : int, default=1

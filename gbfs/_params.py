@@ -66,6 +66,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         min_node_fraction=V.check_real("min_node_fraction", est.min_node_fraction, 0.0, 1.0,
                                        low_open=True, high_open=True, allow_none=True),
         min_child_weight=V.check_real("min_child_weight", est.min_child_weight, low=0.0),
+        min_split_gain=V.check_real("min_split_gain", getattr(est, "min_split_gain", 0.0), low=0.0),
         reg_lambda=V.check_real("reg_lambda", est.reg_lambda, low=0.0),
         cat_settings=(V.check_real("cat_smooth", est.cat_smooth, low=0.0),
                       V.check_real("cat_l2", est.cat_l2, low=0.0),

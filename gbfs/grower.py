@@ -58,6 +58,7 @@ class GrowthParams:
     min_node_fraction: float | None = None  # the papers' alpha
     min_child_weight: float = 1e-3
     reg_lambda: float = 0.0
+    min_split_gain: float = 0.0  # a split must gain more than this (unpenalised gain units)
     # Histograms kept for the subtraction trick may use at most this multiple of the binned
     # matrix's memory; beyond it children are built directly from their rows.
     histogram_memory_ratio: float = 1.5
@@ -374,7 +375,10 @@ class TreeGrower:
         self._score(large)
 
     def _score(self, node) -> None:
-        node.feature, node.score = penalized_best(node.gain, self._usage.penalty(), self._norm)
+        gain = node.gain
+        if self.params.min_split_gain > 0.0:  # LightGBM's min_split_gain: too small a gain is no split
+            gain = np.where(gain > self.params.min_split_gain, gain, -np.inf)
+        node.feature, node.score = penalized_best(gain, self._usage.penalty(), self._norm)
         node.version = self._usage.version
 
     def _split(self, node, builder):

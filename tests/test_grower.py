@@ -419,3 +419,25 @@ def test_refresh_can_turn_a_leaf_splittable():
     _compare(grown, fresh, mapper, X, Xb, rows)
     assert len(fresh.leaves()) > len(stale.leaves())
     assert fresh.feature[:3] == [0, 1, 0]
+
+
+@pytest.mark.parametrize("method, criterion", [("gbfs", "sse"), ("agbm", "newton"), ("gtgbm", "newton")])
+def test_no_split_gains_min_split_gain_or_less(method, criterion):
+    from gbfs import GBFSRegressor
+
+    rng = np.random.default_rng(5)
+    X = rng.random((500, 8))
+    y = X[:, 0] + 0.5 * X[:, 1] + 0.3 * rng.standard_normal(500)
+    kw = dict(method=method, mu=0.0, criterion=criterion, leaf_estimate="newton" if criterion == "newton"
+              else "mean", n_estimators=10, max_leaves=16, min_samples_leaf=5, random_state=0)
+    if method == "gtgbm":
+        kw["n_target_features"] = 3
+    free = GBFSRegressor(**kw).fit(X, y)
+    gains = np.concatenate([t.gain[t.feature >= 0] for t in free.trees_])
+    threshold = float(np.quantile(gains, 0.5))
+    capped = GBFSRegressor(min_split_gain=threshold, **kw).fit(X, y)
+    kept = np.concatenate([t.gain[t.feature >= 0] for t in capped.trees_])
+    assert kept.size and np.all(kept > threshold)
+    assert sum(t.n_leaves for t in capped.trees_) < sum(t.n_leaves for t in free.trees_)
+    with pytest.raises(ValueError, match="min_split_gain must be >= 0"):
+        GBFSRegressor(min_split_gain=-1.0).fit(X, y)

@@ -165,3 +165,31 @@ def test_root_split_on_digits_equals_lightgbm():
     f = tree.feature[0]
     np.testing.assert_array_equal(Xt[:, f] <= tree.threshold[0], Xt[:, f] <= root["threshold"])
     assert tree.gain[0] == pytest.approx(root["split_gain"], rel=1e-4)
+
+
+def _split_gains(booster) -> list[float]:
+    out, todo = [], [_root(booster)]
+    while todo:
+        node = todo.pop()
+        if "split_gain" in node:
+            out.append(node["split_gain"])
+            todo += [node["left_child"], node["right_child"]]
+    return sorted(out)
+
+
+def test_min_split_gain_stops_the_splits_lightgbm_stops():
+    X, score = _few_values(n=600, seed=4)
+    y = (score > np.median(score)).astype(np.int64)
+    settings = {**STRUCT, "max_leaves": 15}
+    free = _split_gains(_lgb_fit(settings, "binary", X, y))
+    assert len(free) == 14
+    # a threshold between two of LightGBM's gains, far from both (the two agree to ~1e-4)
+    k = len(free) // 2
+    threshold = float(np.sqrt(free[k - 1] * free[k]))
+    assert free[k] / free[k - 1] > 1.01
+    params = {**_lgb_params(settings, "binary"), "min_gain_to_split": threshold}
+    theirs = _split_gains(lgb.train(params, lgb.Dataset(X, y), num_boost_round=1))
+    ours = _newton(GBFSClassifier, {**settings, "min_split_gain": threshold}).fit(X, y).trees_[0]
+    gains = sorted(ours.gain[ours.feature >= 0].tolist())
+    assert len(theirs) < len(free) and all(g > threshold for g in gains)
+    np.testing.assert_allclose(gains, theirs, rtol=1e-4)
