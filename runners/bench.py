@@ -2,7 +2,8 @@
 
 ``gtgbm`` is described in :mod:`runners.bench_gtgbm`, ``categorical`` in
 :mod:`runners.bench_categorical`, ``ranking`` in :mod:`runners.bench_ranking`, ``utility`` in
-:mod:`runners.bench_utility`, ``cost`` in :mod:`runners.bench_cost`, ``data`` in
+:mod:`runners.bench_utility`, ``cost`` in :mod:`runners.bench_cost`, ``tiny`` in
+:mod:`runners.bench_tiny`, ``data`` in
 :mod:`runners.bench_data`, ``sampling`` in :mod:`runners.bench_sampling`, ``selection`` in
 :mod:`runners.bench_selection`, ``multitask`` in :mod:`runners.bench_multitask`, ``multiclass``
 in :mod:`runners.bench_multiclass`, ``load`` (one fit
@@ -66,6 +67,7 @@ from runners import (
     bench_sampling,
     bench_selection,
     bench_shapes,
+    bench_tiny,
     bench_utility,
 )
 
@@ -333,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_ranking.add_parser(sub)
     bench_utility.add_parser(sub)
     bench_cost.add_parser(sub)
+    bench_tiny.add_parser(sub)
     args = ap.parse_args(argv)
     return args.handler(args)
 

@@ -40,6 +40,7 @@ def test_the_lead_is_over_the_best_cost_blind_peer_not_the_cost_aware_one():
     assert not summarise(rows)[1]["budgets_kept"]
 
 
+@pytest.mark.slow
 def test_the_benchmark_keeps_every_budget_and_prints_its_verdict(tmp_path, capsys):
     out = tmp_path / "cost.json"
     assert bench.main(["cost", "--datasets", "breast_cancer", "--seeds", "0", "--budgets", "8", "20",
