@@ -20,7 +20,8 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    bracket's lower end), of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain and
    by split count)
    and, going down from the largest budget, the next larger budget's chosen model shrunk to its K
-   features of most gain (recursive feature elimination along the budgets) -- each refitted
+   features of most gain (recursive feature elimination along the budgets), and with ``rfe_step``
+   the K features recursive elimination keeps (:mod:`gbfs.elimination`) -- each refitted
    without penalty on its features (:mod:`gbfs.refit`).  The one with the best validation score is
    the budget's model; only candidates of the largest size compete, so the budget is hit exactly
    whenever any candidate can.  A budget that none can fill (the data supports fewer features)
@@ -37,106 +38,19 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import clone, is_classifier
 from tqdm.auto import tqdm
 
 from . import validation as V
+from .elimination import eliminate
 from .methods import METHODS
 from .metrics import rmse, roc_auc
+from .path_results import BudgetResult, SelectionPath
 from .penalty import FeatureUsage
 from .softmax import macro_auc
-
-
-@dataclass
-class BudgetResult:
-    """The chosen model of one budget.
-
-    Attributes
-    ----------
-    budget : int
-    mu : float or None
-        Penalty of the chosen selection (None for GBDT-topK).
-    source : str
-        ``"penalised"`` (a probe's first K features), ``"unpenalised"`` (the unpenalised fit's
-        first K), ``"topk-gain"``/``"topk-split"`` (its top K by gain or by split count) or
-        ``"shrunk"`` (the next larger budget's model's top K by gain: backward elimination).
-    features : ndarray of int
-        The selected features, in order of selection.
-    val_score : float
-        Validation AUC (binary classifier), macro one-vs-rest AUC of the class probabilities (more
-        than two classes: the ``val_auc`` such a fit records) or minus the validation RMSE
-        (regressor) of the refitted model.
-    test_score : float or None
-        The same on ``test_set`` (computed after the choice, never used for it).
-    seconds : float
-        Refit time of the chosen model.
-    model : fitted estimator
-    note : str
-        Why the budget was not hit exactly, if it was not.
-    """
-
-    budget: int
-    mu: float | None
-    source: str
-    features: np.ndarray
-    val_score: float
-    test_score: float | None
-    seconds: float
-    model: object
-    note: str = ""
-
-    @property
-    def n_features(self) -> int:
-        return int(self.features.shape[0])
-
-
-@dataclass
-class SelectionPath:
-    """What :func:`selection_path` found: one :class:`BudgetResult` per budget, the probes and timings."""
-
-    results: list[BudgetResult]
-    probes: list[dict]  # mu, n_features, order, seconds, trees
-    candidates: list[dict]  # budget, mu, source, n_features, val_score
-    mu_max: float
-    seconds: float
-    timings: dict = field(default_factory=dict)
-
-    def __getitem__(self, budget: int) -> BudgetResult:
-        for r in self.results:
-            if r.budget == budget:
-                return r
-        raise KeyError(f"no budget {budget}; budgets: {[r.budget for r in self.results]}")
-
-    def to_frame(self):
-        """One row per budget (pandas DataFrame)."""
-        import pandas as pd
-
-        return pd.DataFrame([{"budget": r.budget, "n_features": r.n_features, "mu": r.mu, "source": r.source,
-                              "val_score": r.val_score, "test_score": r.test_score, "seconds": r.seconds,
-                              "features": r.features.tolist(), "note": r.note} for r in self.results])
-
-    def plot(self, ax=None):
-        """Validation score (and test score, if computed) against the number of features, with every
-        candidate of every budget as a faint point; returns the matplotlib Axes."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(6, 4))
-        ax.scatter([c["n_features"] for c in self.candidates], [c["val_score"] for c in self.candidates],
-                   s=12, alpha=0.35, color="grey", label="candidates (validation)")
-        ks = [r.n_features for r in self.results]
-        ax.plot(ks, [r.val_score for r in self.results], "o-", label="chosen (validation)")
-        if all(r.test_score is not None for r in self.results):
-            ax.plot(ks, [r.test_score for r in self.results], "s--", label="chosen (test)")
-        ax.set_xscale("log")
-        ax.set_xlabel("number of features")
-        ax.set_ylabel({"auc": "AUC", "macro_auc": "macro AUC"}.get(self.timings.get("metric"), "-RMSE"))
-        ax.set_title(f"Selection path ({len(self.probes)} probes, {self.seconds:.1f} s)")
-        ax.legend(fontsize=8)
-        return ax
 
 
 def _score(model, X, y, classifier: bool) -> float:
@@ -180,6 +94,7 @@ class _Search:
         self.template, self.prep, self.k_max, self.patience, self.bar = template, prep, k_max, patience, bar
         self.probes: dict[float, dict] = {}
         self.bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
+        self.rfe: dict[int, np.ndarray] = {}  # budget -> the elimination's features
 
     def n_bags(self, order) -> int:
         return len({int(self.bag_of[f]) for f in order})
@@ -197,6 +112,25 @@ class _Search:
         self.bar.set_postfix_str(f"probe mu={mu:.3g}: {rec['n_features']} features", refresh=False)
         self.bar.update(1)
         return rec
+
+    def refit(self, features: np.ndarray, mu: float | None = 0.0, source: str = "rfe"):
+        """The unpenalised Newton refit on ``features`` that every candidate gets, from the shared
+        binned data (``source`` ``topk-<importance>``: set up as GBDT-topK, the same model)."""
+        model = clone(self.template)
+        k = int(features.size)
+        if source.startswith("topk"):
+            model.set_params(method="topk", max_features=k, refit=True, selection_patience=None,
+                             importance_type=source.split("-")[1])
+        else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
+            model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=self.patience,
+                             **({"method": "agbm"} if source in ("unpenalised", "rfe")
+                                and METHODS[self.template.method].group_tests else {}))
+        with warnings.catch_warnings():  # GT-GBM's settings are moot for the other methods
+            warnings.simplefilter("ignore", UserWarning)
+            model._fit_prepared(self.prep, selection=features)
+        self.bar.set_postfix_str(f"{source} refit on {k} features", refresh=False)
+        self.bar.update(1)
+        return model
 
     def bracket(self, k: int, mu_max: float) -> tuple[float | None, float]:
         """(largest probed mu filling k bags, smallest probed mu above it that does not -- at worst
@@ -233,7 +167,7 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
 
 
 def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 5,
-                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0,
+                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0, rfe_step: float | None = None,
                    verbose: bool = False) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
@@ -259,9 +193,14 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
         Bisections of each budget's ``mu`` bracket after the geometric descent.
     ratio : float, default=4.0
         Step of the geometric descent of ``mu`` from ``mu_max``.
+    rfe_step : float in (0, 1) or None, default=None
+        Adds recursive feature elimination as a source of candidates (:mod:`gbfs.elimination`):
+        from the features the unpenalised fit used, refit and drop this share with the least gain
+        until the smallest budget, stopping at each budget (``"rfe"`` candidates).  None: no
+        elimination.  Not with ``feature_bags``.
     verbose : bool, default=False
-        A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes and
-        the candidates' refits, each named as it ends.
+        A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes, the
+        elimination's fits and the candidates' refits, each named as it ends.
 
     Returns
     -------
@@ -269,13 +208,27 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     """
     budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine)
     V.check_real("ratio", ratio, low=1.0, low_open=True)
+    V.check_real("rfe_step", rfe_step, 0.0, 1.0, low_open=True, high_open=True, allow_none=True)
+    if rfe_step is not None and estimator.feature_bags is not None:
+        raise ValueError("rfe_step does not apply with feature_bags (elimination drops features, the "
+                         "budgets count bags)")
     V.check_bool("verbose", verbose)
+    settings = _Settings(patience, n_probes, refine, ratio, rfe_step)
     with tqdm(desc="selection path", unit="fit", disable=not verbose) as bar:
-        return _path(estimator, X, y, eval_set, budgets, test_set, patience, n_probes, refine, ratio, bar)
+        return _path(estimator, X, y, eval_set, budgets, test_set, settings, bar)
 
 
-def _path(estimator, X, y, eval_set, budgets, test_set, patience, n_probes, refine, ratio,
-          bar) -> SelectionPath:
+@dataclass(frozen=True)
+class _Settings:
+    patience: int
+    n_probes: int
+    refine: int
+    ratio: float
+    rfe_step: float | None
+
+
+def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar) -> SelectionPath:
+    patience, n_probes, refine, ratio = settings.patience, settings.n_probes, settings.refine, settings.ratio
     t_start = time.perf_counter()
     prep = clone(estimator).set_params(max_features=None, refit=False, selection_patience=None)._prepare(
         X, y, eval_set)
@@ -299,6 +252,9 @@ def _path(estimator, X, y, eval_set, budgets, test_set, patience, n_probes, refi
             lo, hi = search.bracket(min(k, k_fill), mu_max)
             if lo is not None and hi / lo > 1.5 and len(search.probes) < n_probes:
                 search.probe(math.sqrt(lo * hi))
+    if settings.rfe_step is not None:
+        search.rfe = eliminate(lambda f: search.refit(f).feature_importance("gain")[f],
+                               base.top_k(base.n_features, "gain"), budgets, settings.rfe_step)
     classifier = is_classifier(estimator)
     X_val, y_val = eval_set
     results, candidates = [], []
@@ -376,37 +332,28 @@ def _candidates(k: int, base: _Unpenalised, search: _Search, larger: BudgetResul
         out += [(None, f"topk-{kind}", base.top_k(k, kind)) for kind in ("gain", "split")]
     if larger is not None:
         out.append((larger.mu, "shrunk", _shrunk(larger, k, search.bag_of)))
+    if k in search.rfe:
+        out.append((0.0, "rfe", search.rfe[k]))
     return [c for c in out if c[2].size]
 
 
 def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger) -> BudgetResult:
-    best, seen = None, set()
+    best, seen = None, {}
     cands = _candidates(k, base, search, larger)
     size = max((search.n_bags(c[2]) for c in cands), default=0)
     # the budget is hit exactly whenever some candidate can: smaller selections serve smaller budgets
     for mu, source, feats in (c for c in cands if search.n_bags(c[2]) == size):
         key = tuple(sorted(feats.tolist()))
-        if key in seen:
+        if key in seen:  # the same set from another source: one refit, every source recorded
+            seen[key]["also"].append(source)
             continue
-        seen.add(key)
-        model = clone(estimator)
-        if source.startswith("topk"):
-            model.set_params(method="topk", max_features=k, refit=True, selection_patience=None,
-                             importance_type=source.split("-")[1])
-        else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
-            model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=search.patience,
-                             **({"method": "agbm"} if source == "unpenalised"
-                                and METHODS[estimator.method].group_tests else {}))
         t0 = time.perf_counter()
-        with warnings.catch_warnings():  # GT-GBM's settings are moot for the other methods
-            warnings.simplefilter("ignore", UserWarning)
-            model._fit_prepared(prep, selection=feats)
+        model = search.refit(feats, mu, source)
         seconds = time.perf_counter() - t0
         val = _score(model, X_val, y_val, classifier)
-        search.bar.set_postfix_str(f"budget {k}: {source} refit", refresh=False)
-        search.bar.update(1)
-        candidates.append({"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
-                           "features": feats.tolist(), "val_score": val, "seconds": seconds})
+        seen[key] = {"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
+                     "features": feats.tolist(), "val_score": val, "seconds": seconds, "also": []}
+        candidates.append(seen[key])
         if best is None or val > best.val_score:
             best = BudgetResult(k, mu, source, feats, val, None, seconds, model)
     if best is None:

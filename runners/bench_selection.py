@@ -185,9 +185,10 @@ def write_report(df: pd.DataFrame, budgets: Sequence[int], out: Path, meta: dict
 
 
 def select_families(patterns: Sequence[str] | None) -> list[str]:
-    """Registry names matching any of the shell-style ``patterns`` (all if None), in registry order."""
+    """Registry names matching any of the shell-style ``patterns`` (None: every family of the default
+    set -- those with ``default=False``, such as ``lgbm:rfe``, run only when named), in registry order."""
     if not patterns:
-        return list(FAMILIES)
+        return [n for n, f in FAMILIES.items() if f.default]
     names = [n for n in FAMILIES if any(fnmatch(n, p) for p in patterns)]
     if not names:
         raise SystemExit(f"--families {' '.join(patterns)} matches none of: {', '.join(FAMILIES)}")

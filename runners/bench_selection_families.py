@@ -29,6 +29,7 @@ from sklearn.utils.fixes import parse_version
 
 from gbfs import GBFSClassifier
 from gbfs.baselines import LightGBMBaseline
+from gbfs.elimination import eliminate
 from gbfs.metrics import roc_auc
 
 try:
@@ -111,8 +112,9 @@ class Split:
 
 @dataclass(frozen=True)
 class Family:
-    group: str  # penalised, budget, refit, path, topk, lgbm-topk, cegb, l1, reference
+    group: str  # penalised, budget, refit, path, topk, lgbm-topk, lgbm-rfe, cegb, l1, reference
     run: Callable[[Split], list[dict]]
+    default: bool = True  # False: run only when named (``--families``), not in the default set
 
 
 def _scores(model, split: Split) -> dict:
@@ -172,6 +174,44 @@ def run_path(method: str, criterion: str, split: Split) -> list[dict]:
              "n_trees": int(r.model.n_iter_), "source": r.source, "note": r.note} for r in path.results]
 
 
+def run_path_rfe(method: str, criterion: str, split: Split, step: float = 0.2) -> list[dict]:
+    """The selection path with recursive elimination among its sources (``rfe_step``)."""
+    if selection_path is None:
+        print("  path families skipped: gbfs.selection_path is not importable in this checkout", flush=True)
+        return []
+    template = _ours(split, method, criterion, 0.0)
+    path = selection_path(template, split.X_fit, split.y_fit, eval_set=(split.X_val, split.y_val),
+                          budgets=split.budgets, test_set=(split.X_test, split.y_test), rfe_step=step)
+    return [{"setting": f"K={r.budget}", "budget": r.budget, "n_features": r.n_features,
+             "val_auc": r.val_score, "test_auc": r.test_score, "fit_seconds": path.seconds,
+             "n_trees": int(r.model.n_iter_), "source": r.source, "note": r.note} for r in path.results]
+
+
+def run_lgbm_rfe(split: Split, step: float = 0.2) -> list[dict]:
+    """LightGBM's recursive elimination as users run it: refit on the remaining features, drop the
+    ``step`` share with the least gain, down to each budget (:func:`gbfs.elimination.eliminate`),
+    LightGBM refitted on each budget's set; ``fit_seconds`` is the whole elimination's time."""
+    def gain_of(features):
+        model = split.booster.lightgbm(split.seed, "full")
+        model.fit(split.X_fit[:, features], split.y_fit, eval_set=(split.X_val[:, features], split.y_val))
+        out = np.zeros(len(features))
+        out[model.columns_] = model.booster_.feature_importance("gain")
+        return out
+
+    t0 = time.perf_counter()
+    sets = eliminate(gain_of, np.arange(split.n_features), split.budgets, step)
+    rows = []
+    for k, features in sets.items():
+        model = split.booster.lightgbm(split.seed, "full")
+        model.fit(split.X_fit[:, features], split.y_fit, eval_set=(split.X_val[:, features], split.y_val))
+        rows.append({"setting": f"K={k}", "budget": k, "n_features": int(len(features)),
+                     "val_auc": roc_auc(split.y_val, model.decision_function(split.X_val[:, features])),
+                     "test_auc": roc_auc(split.y_test, model.decision_function(split.X_test[:, features])),
+                     "n_trees": int(model.n_iter_)})
+    seconds = time.perf_counter() - t0
+    return [{**r, "fit_seconds": seconds} for r in rows]
+
+
 def run_topk(importance: str, split: Split) -> list[dict]:
     """GBDT-topK in our booster (Newton gain and leaves)."""
     return [_fit(split.booster.gbfs(split.seed, method="topk", max_features=k, importance_type=importance,
@@ -223,6 +263,10 @@ def _registry() -> dict[str, Family]:
     for importance in IMPORTANCES:
         reg[f"gbfs:topk-{importance}"] = Family("topk", partial(run_topk, importance))
         reg[f"lgbm:topk-{importance}"] = Family("lgbm-topk", partial(run_lgbm_topk, importance))
+    for method, criterion in product(METHODS, CRITERIA):
+        reg[f"gbfs:path+rfe-{method}-{criterion}"] = Family("path", partial(run_path_rfe, method, criterion),
+                                                            default=False)
+    reg["lgbm:rfe"] = Family("lgbm-rfe", run_lgbm_rfe, default=False)
     reg["lgbm:cegb"] = Family("cegb", run_cegb)
     reg["l1-logistic"] = Family("l1", run_l1)
     for criterion in CRITERIA:

@@ -154,7 +154,7 @@ def test_verbose_path_counts_every_fit_on_stderr_and_quiet_prints_nothing(clf_sp
     err = capsys.readouterr().err
     n_fits = 1 + len(loud.probes) + len(loud.candidates)  # the unpenalised fit, probes, refits
     # the bar's last state (tqdm redraws at most every 0.1 s, so earlier states may not show)
-    assert f"selection path: {n_fits}fit" in err and "budget 2:" in err
+    assert f"selection path: {n_fits}fit" in err and "refit on 2 features" in err
     assert [r.features.tolist() for r in loud.results] == [r.features.tolist() for r in quiet.results]
     with pytest.raises(TypeError, match="verbose must be True or False"):
         selection_path(template, X, y, eval_set=(Xv, yv), budgets=(2,), verbose="yes")
