@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from budget_cases import random_case
 
 from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs.penalty import FeatureUsage
@@ -16,23 +17,10 @@ def _used(est) -> set[int]:
 
 
 def _random_case(seed: int):
-    rng = np.random.default_rng(seed)
-    n, d = int(rng.integers(150, 400)), int(rng.integers(8, 30))
-    X = rng.standard_normal((n, d))
-    X[rng.random((n, d)) < 0.05] = np.nan
-    w = rng.standard_normal(d) * (rng.random(d) < 0.5)
-    signal = np.nan_to_num(X) @ w + rng.standard_normal(n)
-    y = (signal > 0).astype(int) if seed % 3 else signal
-    method = ["gbfs", "agbm", "gtgbm"][seed % 3]
-    kw = dict(method=method, mu=float(rng.choice([0.0, 1e-3, 0.01])) * (50 if method == "gbfs" else 1),
-              max_features=int(rng.integers(1, 6)), criterion=str(rng.choice(["sse", "newton"])),
-              n_estimators=int(rng.integers(5, 25)), max_leaves=int(rng.integers(3, 16)),
-              min_samples_leaf=int(rng.integers(3, 15)), random_state=seed,
-              sampler=[None, "sgb", "goss", "mvs"][int(rng.integers(4))])
-    if method == "gtgbm":
-        kw.update(n_target_features=3, group_test_scope=str(rng.choice(["node", "tree"])))
+    rng, X, y, kw = random_case(seed)
+    kw["max_features"] = int(rng.integers(1, 6))
     if rng.random() < 0.4:
-        kw["feature_bags"] = rng.integers(0, max(2, d // 3), d)
+        kw["feature_bags"] = rng.integers(0, max(2, X.shape[1] // 3), X.shape[1])
     return X, y, kw
 
 

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from budget_cases import random_case
 from reference_models import digest
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model, selection_path
@@ -29,25 +30,13 @@ def _spent(est, costs, bags=None) -> float:
 
 
 def _random_case(seed: int):
-    rng = np.random.default_rng(seed)
-    n, d = int(rng.integers(150, 400)), int(rng.integers(8, 30))
-    X = rng.standard_normal((n, d))
-    X[rng.random((n, d)) < 0.05] = np.nan
-    w = rng.standard_normal(d) * (rng.random(d) < 0.6)
-    signal = np.nan_to_num(X) @ w + rng.standard_normal(n)
-    y = (signal > 0).astype(int) if seed % 3 else signal
-    method = ["gbfs", "agbm", "gtgbm"][seed % 3]
+    rng, X, y, kw = random_case(seed, signal_share=0.6)
+    d = X.shape[1]
     costs = np.exp(rng.uniform(np.log(0.1), np.log(10.0), d))  # log-uniform over two decades
-    kw = dict(method=method, mu=float(rng.choice([0.0, 1e-3, 0.01])) * (50 if method == "gbfs" else 1),
-              feature_costs=costs, max_cost=float(rng.uniform(costs.min(), 0.5 * costs.sum())),
-              criterion=str(rng.choice(["sse", "newton"])), n_estimators=int(rng.integers(5, 25)),
-              max_leaves=int(rng.integers(3, 16)), min_samples_leaf=int(rng.integers(3, 15)),
-              random_state=seed, sampler=[None, "sgb", "goss", "mvs"][int(rng.integers(4))],
+    kw.update(feature_costs=costs, max_cost=float(rng.uniform(costs.min(), 0.5 * costs.sum())),
               refit=bool(rng.random() < 0.5))
     if rng.random() < 0.3:
         kw["max_features"] = int(rng.integers(1, 6))
-    if method == "gtgbm":
-        kw.update(n_target_features=3, group_test_scope=str(rng.choice(["node", "tree"])))
     if rng.random() < 0.4:
         # with bags the opener of a bag is known exactly only in the selection's order of use
         kw.update(feature_bags=rng.integers(0, max(2, d // 3), d), refit=True)
