@@ -35,6 +35,7 @@ unpenalised Newton fit on its features (:func:`gbfs.refit.refit`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -168,7 +169,7 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
 
 def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 5,
                    n_probes: int = 8, refine: int = 1, ratio: float = 4.0, rfe_step: float | None = None,
-                   verbose: bool = False) -> SelectionPath:
+                   exact: bool = True, verbose: bool = False) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
     Parameters
@@ -198,6 +199,11 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
         from the features the unpenalised fit used, refit and drop this share with the least gain
         until the smallest budget, stopping at each budget (``"rfe"`` candidates).  None: no
         elimination.  Not with ``feature_bags``.
+    exact : bool, default=True
+        True: each budget's answer uses exactly K features whenever a candidate can (smaller
+        selections serve smaller budgets).  False: at most K -- a smaller budget's answer that
+        validates better is also the larger budget's (ties: fewer features), and its ``note``
+        says so with both scores.
     verbose : bool, default=False
         A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes, the
         elimination's fits and the candidates' refits, each named as it ends.
@@ -212,8 +218,9 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     if rfe_step is not None and estimator.feature_bags is not None:
         raise ValueError("rfe_step does not apply with feature_bags (elimination drops features, the "
                          "budgets count bags)")
+    V.check_bool("exact", exact)
     V.check_bool("verbose", verbose)
-    settings = _Settings(patience, n_probes, refine, ratio, rfe_step)
+    settings = _Settings(patience, n_probes, refine, ratio, rfe_step, exact)
     with tqdm(desc="selection path", unit="fit", disable=not verbose) as bar:
         return _path(estimator, X, y, eval_set, budgets, test_set, settings, bar)
 
@@ -225,6 +232,7 @@ class _Settings:
     refine: int
     ratio: float
     rfe_step: float | None
+    exact: bool
 
 
 def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar) -> SelectionPath:
@@ -262,6 +270,8 @@ def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar
     for k in reversed(budgets):  # from the largest budget down: each may shrink the one above
         larger = _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger)
         results.insert(0, larger)
+    if not settings.exact:
+        results = _at_most(results)
     if test_set is not None:
         for r in results:
             r.test_score = _score(r.model, test_set[0], test_set[1], classifier)
@@ -318,6 +328,21 @@ def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarr
     gain = larger.model.feature_importance("gain")[larger.features]
     order = larger.features[np.argsort(-gain, kind="stable")]
     return _prefix(order.tolist(), k, bag_of)
+
+
+def _at_most(results: list[BudgetResult]) -> list[BudgetResult]:
+    """Budgets in increasing order, each answered by the best validated of its own and every smaller
+    budget's model (ties: the smaller, so fewer features)."""
+    out, best = [], None
+    for r in results:
+        if best is None or r.val_score > best.val_score:
+            best = r
+            out.append(r)
+            continue
+        note = (f"{best.n_features} features (budget {best.budget}'s answer) validate at least as well as "
+                f"this budget's best with {r.n_features} ({best.val_score:.6g} >= {r.val_score:.6g})")
+        out.append(dataclasses.replace(best, budget=r.budget, note=note))
+    return out
 
 
 def _candidates(k: int, base: _Unpenalised, search: _Search, larger: BudgetResult | None) -> list[tuple]:

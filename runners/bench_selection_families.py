@@ -159,31 +159,19 @@ def run_budgeted(method: str, criterion: str, split: Split, *, refit: bool) -> l
             for k, mu in product(split.budgets, mus)]
 
 
-def run_path(method: str, criterion: str, split: Split) -> list[dict]:
-    """One selection path for every budget; ``fit_seconds`` is the whole path's time on every row."""
+def run_path(method: str, criterion: str, split: Split, **options) -> list[dict]:
+    """One selection path for every budget; ``fit_seconds`` is the whole path's time on every row.
+    ``options`` go to :func:`gbfs.selection_path` (``rfe_step``, ``exact``)."""
     if selection_path is None:
         print("  path families skipped: gbfs.selection_path is not importable in this checkout", flush=True)
         return []
     template = _ours(split, method, criterion, 0.0)
     path = selection_path(template, split.X_fit, split.y_fit, eval_set=(split.X_val, split.y_val),
-                          budgets=split.budgets, test_set=(split.X_test, split.y_test))
+                          budgets=split.budgets, test_set=(split.X_test, split.y_test), **options)
     scale = mu_raw(split, method, criterion, 1.0)
     return [{"setting": f"K={r.budget}", "budget": r.budget, "mu": None if r.mu is None else r.mu / scale,
              "mu_raw": r.mu, "n_features": r.n_features, "val_auc": r.val_score,
              "test_auc": r.test_score, "fit_seconds": path.seconds,
-             "n_trees": int(r.model.n_iter_), "source": r.source, "note": r.note} for r in path.results]
-
-
-def run_path_rfe(method: str, criterion: str, split: Split, step: float = 0.2) -> list[dict]:
-    """The selection path with recursive elimination among its sources (``rfe_step``)."""
-    if selection_path is None:
-        print("  path families skipped: gbfs.selection_path is not importable in this checkout", flush=True)
-        return []
-    template = _ours(split, method, criterion, 0.0)
-    path = selection_path(template, split.X_fit, split.y_fit, eval_set=(split.X_val, split.y_val),
-                          budgets=split.budgets, test_set=(split.X_test, split.y_test), rfe_step=step)
-    return [{"setting": f"K={r.budget}", "budget": r.budget, "n_features": r.n_features,
-             "val_auc": r.val_score, "test_auc": r.test_score, "fit_seconds": path.seconds,
              "n_trees": int(r.model.n_iter_), "source": r.source, "note": r.note} for r in path.results]
 
 
@@ -263,9 +251,12 @@ def _registry() -> dict[str, Family]:
     for importance in IMPORTANCES:
         reg[f"gbfs:topk-{importance}"] = Family("topk", partial(run_topk, importance))
         reg[f"lgbm:topk-{importance}"] = Family("lgbm-topk", partial(run_lgbm_topk, importance))
-    for method, criterion in product(METHODS, CRITERIA):
-        reg[f"gbfs:path+rfe-{method}-{criterion}"] = Family("path", partial(run_path_rfe, method, criterion),
-                                                            default=False)
+    # the path's options, opt-in: recursive elimination among its sources, answers of at most K
+    options = {"+rfe": {"rfe_step": 0.2}, "+atmost": {"exact": False},
+               "+rfe+atmost": {"rfe_step": 0.2, "exact": False}}
+    for (suffix, kw), (method, criterion) in product(options.items(), product(METHODS, CRITERIA)):
+        reg[f"gbfs:path{suffix}-{method}-{criterion}"] = Family(
+            "path", partial(run_path, method, criterion, **kw), default=False)
     reg["lgbm:rfe"] = Family("lgbm-rfe", run_lgbm_rfe, default=False)
     reg["lgbm:cegb"] = Family("cegb", run_cegb)
     reg["l1-logistic"] = Family("l1", run_l1)

@@ -158,3 +158,22 @@ def test_verbose_path_counts_every_fit_on_stderr_and_quiet_prints_nothing(clf_sp
     assert [r.features.tolist() for r in loud.results] == [r.features.tolist() for r in quiet.results]
     with pytest.raises(TypeError, match="verbose must be True or False"):
         selection_path(template, X, y, eval_set=(Xv, yv), budgets=(2,), verbose="yes")
+
+
+def test_at_most_k_takes_a_smaller_answer_that_validates_better_and_exact_still_fills(capsys):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 60))
+    y = ((X[:, 0] + X[:, 1] + 0.5 * rng.standard_normal(300)) > 0).astype(int)  # two features suffice
+    template = GBFSClassifier(method="agbm", criterion="newton", leaf_estimate="newton", n_estimators=60,
+                              max_leaves=8, min_samples_leaf=5, early_stopping_rounds=10, random_state=0)
+    fit = dict(eval_set=(X[200:], y[200:]), budgets=(2, 10, 30))
+    exact = selection_path(template, X[:200], y[:200], **fit)
+    at_most = selection_path(template, X[:200], y[:200], exact=False, **fit)
+    assert [r.n_features for r in exact.results] == [2, 10, 30]  # exact mode still hits K
+    assert exact[10].val_score < exact[2].val_score  # the case: ten features validate worse than two
+    assert at_most[10].n_features == 2 and at_most[10].features.tolist() == exact[2].features.tolist()
+    assert at_most[10].val_score == exact[2].val_score and "budget 2's answer" in at_most[10].note
+    for r in at_most.results:  # never worse on validation than the exact answer, never over budget
+        assert r.val_score >= exact[r.budget].val_score and r.n_features <= r.budget
+    with pytest.raises(TypeError, match="exact must be True or False"):
+        selection_path(template, X[:200], y[:200], exact="no", **fit)
