@@ -22,6 +22,7 @@ from itertools import product
 
 import numpy as np
 import sklearn
+from sklearn.feature_selection import f_classif
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -175,29 +176,79 @@ def run_path(method: str, criterion: str, split: Split, **options) -> list[dict]
              "n_trees": int(r.model.n_iter_), "source": r.source, "note": r.note} for r in path.results]
 
 
-def run_lgbm_rfe(split: Split, step: float = 0.2) -> list[dict]:
-    """LightGBM's recursive elimination as users run it: refit on the remaining features, drop the
-    ``step`` share with the least gain, down to each budget (:func:`gbfs.elimination.eliminate`),
-    LightGBM refitted on each budget's set; ``fit_seconds`` is the whole elimination's time."""
-    def gain_of(features):
-        model = split.booster.lightgbm(split.seed, "full")
-        model.fit(split.X_fit[:, features], split.y_fit, eval_set=(split.X_val[:, features], split.y_val))
-        out = np.zeros(len(features))
-        out[model.columns_] = model.booster_.feature_importance("gain")
-        return out
+def _lgbm_on(split: Split, features: np.ndarray):
+    """LightGBM (GBDT-Full) fitted on ``features`` of the fit rows, early-stopped on validation."""
+    model = split.booster.lightgbm(split.seed, "full")
+    return model.fit(split.X_fit[:, features], split.y_fit, eval_set=(split.X_val[:, features], split.y_val))
 
-    t0 = time.perf_counter()
-    sets = eliminate(gain_of, np.arange(split.n_features), split.budgets, step)
+
+def _refitted(split: Split, sets: dict[int, np.ndarray], t0: float) -> list[dict]:
+    """One record per budget: LightGBM refitted on the budget's set; ``fit_seconds`` is everything
+    since ``t0`` (the selection and every refit)."""
     rows = []
     for k, features in sets.items():
-        model = split.booster.lightgbm(split.seed, "full")
-        model.fit(split.X_fit[:, features], split.y_fit, eval_set=(split.X_val[:, features], split.y_val))
+        model = _lgbm_on(split, features)
         rows.append({"setting": f"K={k}", "budget": k, "n_features": int(len(features)),
                      "val_auc": roc_auc(split.y_val, model.decision_function(split.X_val[:, features])),
                      "test_auc": roc_auc(split.y_test, model.decision_function(split.X_test[:, features])),
                      "n_trees": int(model.n_iter_)})
     seconds = time.perf_counter() - t0
     return [{**r, "fit_seconds": seconds} for r in rows]
+
+
+def run_lgbm_rfe(split: Split, step: float = 0.2) -> list[dict]:
+    """LightGBM's recursive elimination as users run it: refit on the remaining features, drop the
+    ``step`` share with the least gain, down to each budget (:func:`gbfs.elimination.eliminate`),
+    LightGBM refitted on each budget's set."""
+    def gain_of(features):
+        model = _lgbm_on(split, features)
+        out = np.zeros(len(features))
+        out[model.columns_] = model.booster_.feature_importance("gain")
+        return out
+
+    t0 = time.perf_counter()
+    return _refitted(split, eliminate(gain_of, np.arange(split.n_features), split.budgets, step), t0)
+
+
+def run_lgbm_shap(split: Split) -> list[dict]:
+    """Top K by mean |SHAP value| on the fit rows of LightGBM on every feature (its TreeSHAP,
+    ``pred_contrib``), LightGBM refitted on them."""
+    t0 = time.perf_counter()
+    model = _lgbm_on(split, np.arange(split.n_features))
+    contrib = model.booster_.predict(split.X_fit[:, model.columns_], pred_contrib=True)[:, :-1]  # no bias
+    score = np.zeros(split.n_features)
+    score[model.columns_] = np.abs(contrib).mean(axis=0)
+    order = np.argsort(-score, kind="stable")
+    order = order[score[order] > 0]
+    return _refitted(split, {k: order[:k] for k in split.budgets}, t0)
+
+
+def mrmr_order(X: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+    """mRMR's greedy order (the F-test / correlation quotient variant, "FCQ", of Ding and Peng):
+    each step takes the feature of the largest relevance (ANOVA F against ``y``) divided by its
+    mean absolute Pearson correlation with the features taken so far."""
+    with warnings.catch_warnings():  # constant columns: F is undefined, taken as 0
+        warnings.simplefilter("ignore", RuntimeWarning)
+        relevance = np.nan_to_num(f_classif(X, y)[0])
+    Z = X - X.mean(axis=0)
+    norm = np.sqrt((Z * Z).sum(axis=0))
+    norm[norm == 0] = np.inf  # a constant column correlates with nothing
+    Z = Z / norm
+    taken = [int(np.argmax(relevance))]
+    redundancy = np.zeros(X.shape[1])
+    while len(taken) < min(k, X.shape[1]):
+        redundancy += np.abs(Z.T @ Z[:, taken[-1]])
+        score = relevance / np.maximum(redundancy / len(taken), 1e-12)
+        score[taken] = -np.inf
+        taken.append(int(np.argmax(score)))
+    return np.asarray(taken, dtype=np.int64)
+
+
+def run_mrmr(split: Split) -> list[dict]:
+    """mRMR's order on the fit rows (:func:`mrmr_order`), LightGBM refitted on each budget's prefix."""
+    t0 = time.perf_counter()
+    order = mrmr_order(split.X_fit, split.y_fit, max(split.budgets))
+    return _refitted(split, {k: order[:k] for k in split.budgets}, t0)
 
 
 def run_topk(importance: str, split: Split) -> list[dict]:
@@ -258,6 +309,8 @@ def _registry() -> dict[str, Family]:
         reg[f"gbfs:path{suffix}-{method}-{criterion}"] = Family(
             "path", partial(run_path, method, criterion, **kw), default=False)
     reg["lgbm:rfe"] = Family("lgbm-rfe", run_lgbm_rfe, default=False)
+    reg["lgbm:shap-topk"] = Family("lgbm-shap", run_lgbm_shap, default=False)
+    reg["mrmr"] = Family("mrmr", run_mrmr, default=False)
     reg["lgbm:cegb"] = Family("cegb", run_cegb)
     reg["l1-logistic"] = Family("l1", run_l1)
     for criterion in CRITERIA:

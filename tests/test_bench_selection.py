@@ -181,3 +181,40 @@ def test_lightgbm_elimination_and_the_path_with_elimination_fill_every_budget():
         assert [r["budget"] for r in sorted(rows, key=lambda r: r["budget"])] == list(BUDGETS)
         assert all(r["n_features"] <= r["budget"] and 0.5 < r["test_auc"] <= 1 for r in rows)
     assert sorted(r["n_features"] for r in FAMILIES["lgbm:rfe"].run(split)) == list(BUDGETS)
+
+
+def _naive_mrmr(X, y, k):
+    from sklearn.feature_selection import f_classif
+
+    relevance = np.nan_to_num(f_classif(X, y)[0])
+    taken = [int(np.argmax(relevance))]
+    while len(taken) < k:
+        best, best_score = None, -np.inf
+        for j in range(X.shape[1]):
+            if j in taken:
+                continue
+            redundancy = np.mean([abs(np.corrcoef(X[:, j], X[:, t])[0, 1]) for t in taken])
+            if relevance[j] / max(redundancy, 1e-12) > best_score:
+                best, best_score = j, relevance[j] / max(redundancy, 1e-12)
+        taken.append(best)
+    return taken
+
+
+def test_mrmr_order_equals_its_definition_and_passes_over_a_copy():
+    X, y = make_classification(n_samples=200, n_features=12, n_informative=4, n_redundant=0, random_state=3)
+    X = np.column_stack([X, X[:, 0] * 2.0 + 0.001])  # an exact copy of feature 0 (rescaled)
+    order = families.mrmr_order(X, y, 6)
+    assert order.tolist() == _naive_mrmr(X, y, 6)
+    first = order[0]
+    twin = 12 if first == 0 else (0 if first == 12 else None)
+    if twin is not None:
+        assert twin not in order[:3]  # as relevant as the first, but wholly redundant with it
+
+
+def test_shap_and_mrmr_families_fill_every_budget():
+    X, y = tiny_madelon(None)
+    split = make_split("tiny", X, y, 0, BUDGETS, BOOSTER, GRIDS)
+    for name in ("lgbm:shap-topk", "mrmr"):
+        rows = FAMILIES[name].run(split)
+        assert sorted(r["n_features"] for r in rows) == list(BUDGETS)
+        assert all(0.5 < r["test_auc"] <= 1 and r["fit_seconds"] > 0 for r in rows)
