@@ -158,7 +158,8 @@ def test_cli_settings(tmp_path):
                                    "lgbm:*", "--out", str(tmp_path)]))
     assert full["budgets"] == (5, 10) and full["seeds"] == (0, 1, 2) and full["out"] == tmp_path
     # a pattern names the opt-in families it matches (lgbm:rfe, lgbm:shap-topk) as well as the default ones
-    assert full["families"] == ["lgbm:topk-gain", "lgbm:topk-split", "lgbm:rfe", "lgbm:shap-topk", "lgbm:cegb"]
+    assert full["families"] == ["lgbm:topk-gain", "lgbm:topk-split", "lgbm:rfe", "lgbm:shap-topk",
+                                "lgbm:cegb"]
     with pytest.raises(SystemExit):
         ap.parse_args(["selection", "--budgets", "0"])
 
