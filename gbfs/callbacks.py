@@ -126,11 +126,19 @@ def record_evaluation(store: dict):
     return _RecordEvaluation(store)
 
 
+def _latest_loss(record: dict) -> dict:
+    loss = record.get("val_loss", record.get("train_loss"))
+    return {"loss": loss} if isinstance(loss, float) else {}
+
+
 class _ProgressBar:
-    def __init__(self, desc: str):
-        self.desc, self.bar = desc, None
+    def __init__(self, desc: str, show, leave: bool):
+        self.desc, self.show, self.leave, self.bar = desc, show, leave, None
 
     def reset(self) -> None:
+        self.close()
+
+    def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
         self.bar = None
@@ -139,19 +147,23 @@ class _ProgressBar:
         if self.bar is None:
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=env.end_iteration or None, desc=self.desc, unit="tree")
+            self.bar = tqdm(total=env.end_iteration or None, desc=self.desc, unit="tree", leave=self.leave)
         self.bar.update(1)
-        loss = env.record.get("val_loss", env.record.get("train_loss"))
-        if isinstance(loss, float):
-            self.bar.set_postfix_str(f"loss={loss:.5g}", refresh=False)
+        shown = {k: v for k, v in self.show(env.record).items() if v is not None}
+        if shown:
+            self.bar.set_postfix_str(", ".join(f"{k}={v:.4f}" for k, v in shown.items()), refresh=False)
         if env.iteration + 1 >= env.end_iteration:
-            self.reset()
+            self.close()
 
     def __getstate__(self) -> dict:  # a bar on a terminal is no state to carry: pickles without it
-        return {"desc": self.desc, "bar": None}
+        return {**self.__dict__, "bar": None}
 
 
-def progress_bar(desc: str = "fit"):
-    """A tqdm bar (stderr) over the trees of each fit, with the latest validation (else training)
-    loss; a new bar per fit, closed when the fit's last tree is added or the next fit starts."""
-    return _ProgressBar(str(desc))
+def progress_bar(desc: str = "fit", show=None, leave: bool = True):
+    """A tqdm bar (stderr) over the trees of each fit; a new bar per fit, closed when the fit's last
+    tree is added, when the next fit starts, or by its ``close()``.
+
+    ``show(record)`` gives the values written beside it (name -> float, None to leave one out);
+    by default the latest validation (else training) loss.  ``leave=False`` clears the bar when it
+    closes."""
+    return _ProgressBar(str(desc), _latest_loss if show is None else show, bool(leave))

@@ -13,14 +13,15 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import hydra.utils
 import mlflow
 from omegaconf import DictConfig, OmegaConf
-from tqdm.auto import tqdm
 
 from gbfs import GBFSClassifier, GBFSRanker
+from gbfs.callbacks import progress_bar
 from gbfs.data import Dataset, files, load_dataset, table_encoding
 from gbfs.data.synthetic import GENERATORS
 from runners import mlflow_native, multitask_eval, multitask_variants, ranking_eval, tasks, tracking
@@ -265,28 +266,14 @@ def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params
     return estimator_kind(method).build(random_state=seed, n_threads=n_threads, **params)
 
 
-class FitProgress:
-    """A gbfs-style callback drawing a progress bar over the boosting iterations (stderr), with the
-    validation ``score`` of the latest one."""
+def _task_score(score: str, record: dict) -> dict:
+    return {score: tasks.named(record).get(score)}
 
-    def __init__(self, label: str, score: str = tasks.BINARY.score):
-        self.label, self.score, self.bar = label, score, None
 
-    def reset(self) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-
-    def __call__(self, env) -> None:
-        if self.bar is None:
-            self.bar = tqdm(total=env.end_iteration or None, desc=self.label, unit="tree", leave=False)
-        self.bar.update(1)
-        value = tasks.named(env.record).get(self.score)
-        if value is not None:
-            self.bar.set_postfix({self.score: f"{value:.4f}"}, refresh=False)
+def fit_progress(label: str, score: str = tasks.BINARY.score):
+    """The library's progress bar over a fit's trees (stderr), with the task's validation ``score``
+    of the latest one, cleared when the fit ends."""
+    return progress_bar(label, show=partial(_task_score, score), leave=False)
 
 
 def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence = (),

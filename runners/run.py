@@ -111,8 +111,8 @@ def _with_topk(cfg: DictConfig) -> DictConfig:
 
 def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Logged:
     """Fit ``cfg.method`` once and log it to the active run (the default of :data:`KINDS`)."""
-    progress = experiment.FitProgress(f"{cfg.method.name} on {cfg.dataset.name}",
-                                      experiment.task_of(cfg.method).score)
+    progress = experiment.fit_progress(f"{cfg.method.name} on {cfg.dataset.name}",
+                                       experiment.task_of(cfg.method).score)
     try:
         outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method), callbacks=[progress])
     finally:
