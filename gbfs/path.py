@@ -96,6 +96,7 @@ class _Search:
         self.probes: dict[float, dict] = {}
         self.bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
         self.rfe: dict[int, np.ndarray] = {}  # budget -> the elimination's features
+        self._refits: dict[tuple, tuple] = {}  # (features, mu, source) -> (model, seconds)
 
     def n_bags(self, order) -> int:
         return len({int(self.bag_of[f]) for f in order})
@@ -115,8 +116,17 @@ class _Search:
         return rec
 
     def refit(self, features: np.ndarray, mu: float | None = 0.0, source: str = "rfe"):
-        """The unpenalised Newton refit on ``features`` that every candidate gets, from the shared
-        binned data (``source`` ``topk-<importance>``: set up as GBDT-topK, the same model)."""
+        """``(model, seconds)``: the unpenalised Newton refit on ``features`` that every candidate
+        gets, from the shared binned data (``source`` ``topk-<importance>``: set up as GBDT-topK, the
+        same model).  Fitted once: elimination's fit of a budget's set is that budget's candidate."""
+        key = (tuple(int(f) for f in features), mu, source)
+        if key not in self._refits:
+            t0 = time.perf_counter()
+            model = self._fit(features, mu, source)
+            self._refits[key] = (model, time.perf_counter() - t0)
+        return self._refits[key]
+
+    def _fit(self, features: np.ndarray, mu: float | None, source: str):
         model = clone(self.template)
         k = int(features.size)
         if source.startswith("topk"):
@@ -261,7 +271,7 @@ def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar
             if lo is not None and hi / lo > 1.5 and len(search.probes) < n_probes:
                 search.probe(math.sqrt(lo * hi))
     if settings.rfe_step is not None:
-        search.rfe = eliminate(lambda f: search.refit(f).feature_importance("gain")[f],
+        search.rfe = eliminate(lambda f: search.refit(f)[0].feature_importance("gain")[f],
                                base.top_k(base.n_features, "gain"), budgets, settings.rfe_step)
     classifier = is_classifier(estimator)
     X_val, y_val = eval_set
@@ -372,9 +382,7 @@ def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidat
         if key in seen:  # the same set from another source: one refit, every source recorded
             seen[key]["also"].append(source)
             continue
-        t0 = time.perf_counter()
-        model = search.refit(feats, mu, source)
-        seconds = time.perf_counter() - t0
+        model, seconds = search.refit(feats, mu, source)
         val = _score(model, X_val, y_val, classifier)
         seen[key] = {"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
                      "features": feats.tolist(), "val_score": val, "seconds": seconds, "also": []}
