@@ -302,6 +302,15 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.feature_importances_ = np.zeros(self.n_features_in_, dtype=np.int64)
         self.feature_importances_[self.columns_] = booster.feature_importance("split", iteration=-1)
 
+    def feature_importance(self, importance_type: str = "gain") -> np.ndarray:
+        """Per input feature, as GBFSClassifier's: LightGBM's total split gain (``"gain"``) or number
+        of splits (``"split"``) of the fitted trees, 0 for a column the booster never saw."""
+        check_is_fitted(self, "booster_")
+        V.check_choice("importance_type", importance_type, IMPORTANCE_TYPES)
+        out = np.zeros(self.n_features_in_, dtype=np.float64)
+        out[self.columns_] = self.booster_.feature_importance(importance_type, iteration=-1)
+        return out
+
     # -- prediction --------------------------------------------------------------------------------
     def _predict(self, X, raw_score: bool) -> np.ndarray:
         check_is_fitted(self, "booster_")

@@ -74,8 +74,7 @@ class Cell:
             X_tr, y_tr, test_size=0.2, stratify=y_tr, random_state=seed)
         self.name, self.seed, self.booster = name, seed, booster
         full = booster.lightgbm(seed, "full").fit(self.X_fit, self.y_fit, eval_set=(self.X_val, self.y_val))
-        self.gain = np.zeros(X.shape[1])
-        self.gain[full.columns_] = full.booster_.feature_importance("gain")
+        self.gain = full.feature_importance("gain")
         self.costs = draw_costs(self.gain, seed, n_dear)
 
     def lightgbm_on(self, features: np.ndarray) -> dict:

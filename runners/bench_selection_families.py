@@ -201,10 +201,7 @@ def run_lgbm_rfe(split: Split, step: float = 0.2) -> list[dict]:
     ``step`` share with the least gain, down to each budget (:func:`gbfs.elimination.eliminate`),
     LightGBM refitted on each budget's set."""
     def gain_of(features):
-        model = _lgbm_on(split, features)
-        out = np.zeros(len(features))
-        out[model.columns_] = model.booster_.feature_importance("gain")
-        return out
+        return _lgbm_on(split, features).feature_importance("gain")
 
     t0 = time.perf_counter()
     return _refitted(split, eliminate(gain_of, np.arange(split.n_features), split.budgets, step), t0)

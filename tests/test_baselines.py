@@ -356,3 +356,15 @@ def test_bad_data_is_refused(cancer):
         _est().fit(Xtr, ytr, eval_set=(Xv, yv + 5))
     with pytest.raises(ValueError, match="X"):
         _est().fit(Xtr[:, :5] * np.inf, ytr)
+
+
+def test_feature_importance_per_input_column_as_lightgbm_reports_it(cancer):
+    Xtr, ytr, Xv, yv = cancer
+    est = _est("topk", k=5).fit(Xtr, ytr, eval_set=(Xv, yv))
+    direct = _direct(np.ascontiguousarray(Xtr[:, est.columns_]), ytr)
+    gain = est.feature_importance("gain")
+    assert gain.shape == (30,) and np.all(gain[np.setdiff1d(np.arange(30), est.columns_)] == 0)
+    np.testing.assert_allclose(gain[est.columns_], direct.feature_importance("gain"), rtol=1e-12)
+    np.testing.assert_array_equal(est.feature_importance("split"), est.feature_importances_)
+    with pytest.raises(ValueError, match="importance_type"):
+        est.feature_importance("shap")
