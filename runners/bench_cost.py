@@ -37,12 +37,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from gbfs.metrics import roc_auc
 from gbfs.refit import within_cost
 from runners import bench_selection_data as data
-from runners.bench_selection_families import Booster
+from runners.bench_selection import make_split
+from runners.bench_selection_families import Booster, Grids, lightgbm_on
 
 DATASETS = ("breast_cancer", "digits", "isolet", "madelon", "tox171")
 BUDGETS = (10.0, 20.0, 40.0)
@@ -68,36 +68,29 @@ class Cell:
     """One seeded split of a data set with its costs and the LightGBM ranking fit they derive from."""
 
     def __init__(self, name: str, X: np.ndarray, y: np.ndarray, seed: int, booster: Booster, n_dear: int):
-        X_tr, self.X_test, y_tr, self.y_test = train_test_split(X, y, test_size=0.3, stratify=y,
-                                                                random_state=seed)
-        self.X_fit, self.X_val, self.y_fit, self.y_val = train_test_split(
-            X_tr, y_tr, test_size=0.2, stratify=y_tr, random_state=seed)
-        self.name, self.seed, self.booster = name, seed, booster
-        full = booster.lightgbm(seed, "full").fit(self.X_fit, self.y_fit, eval_set=(self.X_val, self.y_val))
-        self.gain = full.feature_importance("gain")
+        self.split = s = make_split(name, X, y, seed, (1,), booster, Grids())
+        self.name, self.seed = name, seed
+        self.gain = lightgbm_on(s, np.arange(X.shape[1])).feature_importance("gain")
         self.costs = draw_costs(self.gain, seed, n_dear)
 
-    def lightgbm_on(self, features: np.ndarray) -> dict:
-        """LightGBM refitted on ``features``: its validation and test AUC."""
-        model = self.booster.lightgbm(self.seed, "full").fit(
-            self.X_fit[:, features], self.y_fit, eval_set=(self.X_val[:, features], self.y_val))
-        return {"val_auc": _auc(model, self.X_val[:, features], self.y_val),
-                "test_auc": _auc(model, self.X_test[:, features], self.y_test)}
-
     def ranked(self, budget: float, score: np.ndarray) -> dict:
+        """LightGBM refitted on the features of ``score``'s ranking that fit in ``budget``."""
+        s = self.split
         order = np.argsort(-score, kind="stable")
         features = within_cost(order[score[order] > 0], self.costs, budget)
-        return {"features": features.tolist(), **self.lightgbm_on(features)}
+        model = lightgbm_on(s, features)
+        return {"features": features.tolist(), "val_auc": _auc(model, s.X_val[:, features], s.y_val),
+                "test_auc": _auc(model, s.X_test[:, features], s.y_test)}
 
     def penalised(self, budget: float, mu: float) -> dict:
-        est = self.booster.gbfs(self.seed, method="agbm", mu=mu, criterion="newton", leaf_estimate="newton",
-                                feature_costs=self.costs, max_cost=budget, refit=True,
-                                selection_patience=5)
+        s = self.split
+        est = s.booster.gbfs(self.seed, method="agbm", mu=mu, criterion="newton", leaf_estimate="newton",
+                             feature_costs=self.costs, max_cost=budget, refit=True, selection_patience=5)
         with warnings.catch_warnings():  # a budget that covers every feature of a small set
             warnings.simplefilter("ignore", UserWarning)
-            est.fit(self.X_fit, self.y_fit, eval_set=(self.X_val, self.y_val))
-        return {"features": est.selected_features_.tolist(), "val_auc": _auc(est, self.X_val, self.y_val),
-                "test_auc": _auc(est, self.X_test, self.y_test), "mu": mu}
+            est.fit(s.X_fit, s.y_fit, eval_set=(s.X_val, s.y_val))
+        return {"features": est.selected_features_.tolist(), "val_auc": _auc(est, s.X_val, s.y_val),
+                "test_auc": _auc(est, s.X_test, s.y_test), "mu": mu}
 
 
 def run_cell(cell: Cell, budgets, mus) -> list[dict]:

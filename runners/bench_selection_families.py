@@ -176,7 +176,7 @@ def run_path(method: str, criterion: str, split: Split, **options) -> list[dict]
              "n_trees": int(r.model.n_iter_), "source": r.source, "note": r.note} for r in path.results]
 
 
-def _lgbm_on(split: Split, features: np.ndarray):
+def lightgbm_on(split: Split, features: np.ndarray):
     """LightGBM (GBDT-Full) fitted on ``features`` of the fit rows, early-stopped on validation."""
     model = split.booster.lightgbm(split.seed, "full")
     return model.fit(split.X_fit[:, features], split.y_fit, eval_set=(split.X_val[:, features], split.y_val))
@@ -187,7 +187,7 @@ def _refitted(split: Split, sets: dict[int, np.ndarray], t0: float) -> list[dict
     since ``t0`` (the selection and every refit)."""
     rows = []
     for k, features in sets.items():
-        model = _lgbm_on(split, features)
+        model = lightgbm_on(split, features)
         rows.append({"setting": f"K={k}", "budget": k, "n_features": int(len(features)),
                      "val_auc": roc_auc(split.y_val, model.decision_function(split.X_val[:, features])),
                      "test_auc": roc_auc(split.y_test, model.decision_function(split.X_test[:, features])),
@@ -201,7 +201,7 @@ def run_lgbm_rfe(split: Split, step: float = 0.2) -> list[dict]:
     ``step`` share with the least gain, down to each budget (:func:`gbfs.elimination.eliminate`),
     LightGBM refitted on each budget's set."""
     def gain_of(features):
-        return _lgbm_on(split, features).feature_importance("gain")
+        return lightgbm_on(split, features).feature_importance("gain")
 
     t0 = time.perf_counter()
     return _refitted(split, eliminate(gain_of, np.arange(split.n_features), split.budgets, step), t0)
@@ -211,7 +211,7 @@ def run_lgbm_shap(split: Split) -> list[dict]:
     """Top K by mean |SHAP value| on the fit rows of LightGBM on every feature (its TreeSHAP,
     ``pred_contrib``), LightGBM refitted on them."""
     t0 = time.perf_counter()
-    model = _lgbm_on(split, np.arange(split.n_features))
+    model = lightgbm_on(split, np.arange(split.n_features))
     contrib = model.booster_.predict(split.X_fit[:, model.columns_], pred_contrib=True)[:, :-1]  # no bias
     score = np.zeros(split.n_features)
     score[model.columns_] = np.abs(contrib).mean(axis=0)

@@ -33,11 +33,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from gbfs.metrics import roc_auc
 from runners import bench_selection_data as data
-from runners.bench_selection_families import Booster
+from runners.bench_selection import make_split
+from runners.bench_selection_families import Booster, Grids
 
 BOOSTER = Booster(min_samples_leaf=5)
 K = 10
@@ -71,8 +71,7 @@ def _score(model, X_test, y_test) -> dict:
 
 def fits(X, y, seed: int, booster: Booster) -> list[dict]:
     """Every row of one seeded split."""
-    X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=seed)
-    X_fit, X_val, y_fit, y_val = train_test_split(X_tr, y_tr, test_size=0.2, stratify=y_tr, random_state=seed)
+    s = make_split("tiny", X, y, seed, (1,), booster, Grids())
     k = min(K, X.shape[1])
     settings = {f"ours mdb={m} {what}": booster.gbfs(seed, min_data_in_bin=m, criterion="newton",
                                                      leaf_estimate="newton", **kw)
@@ -87,9 +86,9 @@ def fits(X, y, seed: int, booster: Booster) -> list[dict]:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            model.fit(X_fit, y_fit, eval_set=(X_val, y_val))
-        rows.append({"setting": name, "seed": seed, "n_fit": int(X_fit.shape[0]), "seconds":
-                     time.perf_counter() - t0, **_score(model, X_te, y_te)})
+            model.fit(s.X_fit, s.y_fit, eval_set=(s.X_val, s.y_val))
+        rows.append({"setting": name, "seed": seed, "n_fit": int(s.X_fit.shape[0]), "seconds":
+                     time.perf_counter() - t0, **_score(model, s.X_test, s.y_test)})
     return rows
 
 
