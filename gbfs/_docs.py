@@ -76,15 +76,16 @@ PARAM_DOC = """
         Minimum sum of the second channel (weights or hessians) in a child.
     min_split_gain : float, default=0.0
         A split must gain more than this (in the criterion's unpenalised gain units, before any
-        normalisation or penalty), LightGBM's ``min_split_gain``; 0: any positive gain.
+        normalisation or penalty), LightGBM's ``min_split_gain``; 0: any gain above roundoff (a
+        ten-billionth of the tree's largest possible gain, so a pure node is never split).
     max_bins : int, default=255
         Value bins per feature (NaN has an extra bin).
-    min_data_in_bin : int, default=1
-        Fewest training rows of a value bin (LightGBM's ``min_data_in_bin``, whose default is 3):
-        a column with few distinct values merges its rare ones with their neighbours, one with
-        many gets at most ``n_rows // min_data_in_bin`` quantile bins.  On tiny data (a few dozen
-        rows) 3 keeps the first split from isolating single rows; 1 gives every distinct value of
-        a narrow column its own bin.
+    min_data_in_bin : int, default=3
+        Fewest training rows of a value bin, as LightGBM's ``min_data_in_bin`` (same default): a
+        column with few distinct values merges its rare ones with their neighbours, one with many
+        gets at most ``n_rows // min_data_in_bin`` quantile bins.  On tiny data (a few dozen rows)
+        this keeps the first split from isolating single rows, after which later trees learn
+        nothing; 1 gives every distinct value of a narrow column its own bin.
     bin_subsample : int or None, default=200000
         Rows used to find bin edges.
     early_stopping_rounds : int or None, default=None

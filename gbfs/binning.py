@@ -228,8 +228,8 @@ class BinMapper:
         Seed of the subsample.
     categorical : array of bool, shape (n_features,), or None
         The categorical features (non-negative integer codes, NaN for missing).
-    min_data_in_bin : int, default=1
-        Fewest (subsampled) training rows of a value bin, LightGBM's parameter (its default is 3);
+    min_data_in_bin : int, default=3
+        Fewest (subsampled) training rows of a value bin, LightGBM's parameter and default;
         1 gives every distinct value of a narrow column its own bin.  Categorical features ignore it.
 
     Attributes
@@ -250,7 +250,7 @@ class BinMapper:
     """
 
     def __init__(self, max_bins: int = MAX_BINS, subsample: int | None = 200_000,
-                 random_state=None, categorical=None, min_data_in_bin: int = 1):
+                 random_state=None, categorical=None, min_data_in_bin: int = 3):
         self.max_bins = max_bins
         self.subsample = subsample
         self.random_state = random_state

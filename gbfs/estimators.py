@@ -36,7 +36,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
                  min_samples_leaf=20, leaf_count="auto", min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
-                 min_data_in_bin=1, min_split_gain=0.0,
+                 min_data_in_bin=3, min_split_gain=0.0,
                  bin_subsample=200_000, early_stopping_rounds=None, n_target_features=None,
                  delta=0.1, n_subsets=None, subset_size=None, group_test_scope="tree",
                  group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, sampler=None,

@@ -46,6 +46,10 @@ from .tree import TreeBuilder
 SERIAL_WORK = 60_000
 #: histogram subtractions of at most this many features run on one thread
 SERIAL_SUBTRACT_FEATURES = 48
+#: a split must gain more than this share of its tree's ``sum w g^2 / h`` (the gain normaliser plus
+#: the root's own term, which bounds every term of every split gain of the tree): below it a "gain"
+#: is floating-point roundoff -- a pure node's split, which would mark an unrelated feature as used
+ROUNDOFF_GAIN = 1e-10
 
 
 @dataclass
@@ -93,6 +97,7 @@ class TreeGrower:
     """
 
     def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
+        self._min_gain = params.min_split_gain  # grow() adds the roundoff floor of its tree
         self.search = FeatureSearch() if search is None else search
         self.X_binned = X_binned
         self.bin_mapper = bin_mapper
@@ -155,7 +160,8 @@ class TreeGrower:
         self._n_hists = 0
 
     def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: Usage,
-             norm: float, hw_is_one: bool = False, X_binned: np.ndarray | None = None) -> GrownTree:
+             norm: float, hw_is_one: bool = False, X_binned: np.ndarray | None = None,
+             normaliser: float | None = None) -> GrownTree:
         """Grow a tree on ``rows``.
 
         Parameters
@@ -175,6 +181,10 @@ class TreeGrower:
         X_binned : ndarray of uint8, Fortran-ordered, optional
             The matrix of this tree (default: the grower's): a compact copy of a row sample has
             fewer rows but the same columns, and ``rows`` then index the copy.
+        normaliser : float, optional
+            The tree's gain normaliser (:func:`gbfs.normaliser.tree_normaliser`, ``inf`` when no
+            split can gain): scales the roundoff floor of split gains (:data:`ROUNDOFF_GAIN`).
+            None: only ``min_split_gain``.
         """
         if X_binned is not None and self.sparse is not None:
             raise ValueError("a grower with a row-wise sparse index grows on its own matrix only")
@@ -192,6 +202,10 @@ class TreeGrower:
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
         root = Node(builder.add_node(n), 0, n, 0, total(root_rw), total(root_hw))
+        self._min_gain = p.min_split_gain
+        if normaliser is not None:  # every term of a gain is at most normaliser + G^2 / (H + lambda)
+            scale = normaliser + root.sum_g ** 2 / max(root.sum_h + p.reg_lambda, 1e-300)
+            self._min_gain = max(self._min_gain, ROUNDOFF_GAIN * scale)
         self.search.begin_tree(self, root, usage)
         pending, done = [], []
         if self.splittable(root):
@@ -376,8 +390,8 @@ class TreeGrower:
 
     def _score(self, node) -> None:
         gain = node.gain
-        if self.params.min_split_gain > 0.0:  # LightGBM's min_split_gain: too small a gain is no split
-            gain = np.where(gain > self.params.min_split_gain, gain, -np.inf)
+        if self._min_gain > 0.0:  # min_split_gain, and roundoff: too small a gain is no split
+            gain = np.where(gain > self._min_gain, gain, -np.inf)
         node.feature, node.score = penalized_best(gain, self._usage.penalty(), self._norm)
         node.version = self._usage.version
 

@@ -299,13 +299,19 @@ def restore_gbfs(est, body) -> None:
     est._saved_n_threads = est.n_threads  # the file's thread count never limits prediction
 
 
+#: parameters whose default changed, with what a gbfs that did not know them did: a file written
+#: before them lacks the key and was fitted that way (every distinct value its own bin)
+OLDER_BEHAVIOUR = {"min_data_in_bin": 1}
+
+
 def _restore_params(est, params, n_features) -> None:
     """Set the file's parameters, validated by the estimator's own validation: a file can hold no
-    setting that ``fit`` would refuse.  Keys the file lacks (an older gbfs) keep their defaults."""
+    setting that ``fit`` would refuse.  Keys the file lacks (an older gbfs) keep their defaults,
+    except those of :data:`OLDER_BEHAVIOUR`, which get what that gbfs did."""
     if not isinstance(params, dict):
         raise ValueError("params must be an object")
     try:
-        est.set_params(**params)
+        est.set_params(**{k: v for k, v in OLDER_BEHAVIOUR.items() if k not in params}, **params)
         check_params(est, warn=False)
         V.check_feature_vector("feature_costs", est.feature_costs, n_features, "cost")
         V.check_feature_vector("feature_bags", est.feature_bags, n_features, "bag")

@@ -18,14 +18,15 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    most selective ``mu`` that fills a budget is the one that adds a feature only when it pays.
 3. **Candidates** of budget K: the first K features of the most selective probe that fills it (the
    bracket's lower end), of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain and
-   by split count)
-   and, going down from the largest budget, the next larger budget's chosen model shrunk to its K
-   features of most gain (recursive feature elimination along the budgets), and with ``rfe_step``
-   the K features recursive elimination keeps (:mod:`gbfs.elimination`) -- each refitted
-   without penalty on its features (:mod:`gbfs.refit`).  The one with the best validation score is
-   the budget's model; only candidates of the largest size compete, so the budget is hit exactly
-   whenever any candidate can.  A budget that none can fill (the data supports fewer features)
-   gets the largest selections found and a ``note`` saying why.
+   by split count), going down from the largest budget, the next larger budget's chosen model
+   shrunk to its K features of most gain, and the K features recursive elimination keeps
+   (``rfe_step``, :mod:`gbfs.elimination`) -- each refitted without penalty on its features
+   (:mod:`gbfs.refit`).  Among the candidates of the largest size, the best validation score is
+   the budget's own model.  A budget that none can fill (the data supports fewer features) gets
+   the largest selections found and a ``note`` saying why.
+4. **At most K** (the default): a smaller budget's model that validates at least as well answers
+   the larger budget too (ties go to fewer features), with a ``note``; ``exact=True`` keeps every
+   budget's own model.
 
 Every chosen model is reproducible alone: ``clone(estimator).set_params(mu=r.mu, max_features=K,
 refit=True, selection_patience=patience).fit(X, y, eval_set=eval_set)`` gives the same model
@@ -52,6 +53,9 @@ from .metrics import rmse, roc_auc
 from .path_results import BudgetResult, SelectionPath
 from .penalty import FeatureUsage
 from .softmax import macro_auc
+
+#: ``rfe_step="auto"``: the share of the features each elimination step drops
+DEFAULT_RFE_STEP = 0.2
 
 
 def _score(model, X, y, classifier: bool) -> float:
@@ -178,8 +182,9 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
 
 
 def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 5,
-                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0, rfe_step: float | None = None,
-                   exact: bool = True, verbose: bool = False) -> SelectionPath:
+                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0,
+                   rfe_step: float | str | None = "auto", exact: bool = False,
+                   verbose: bool = False) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
     Parameters
@@ -204,16 +209,17 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
         Bisections of each budget's ``mu`` bracket after the geometric descent.
     ratio : float, default=4.0
         Step of the geometric descent of ``mu`` from ``mu_max``.
-    rfe_step : float in (0, 1) or None, default=None
+    rfe_step : float in (0, 1), "auto" or None, default="auto"
         Adds recursive feature elimination as a source of candidates (:mod:`gbfs.elimination`):
         from the features the unpenalised fit used, refit and drop this share with the least gain
-        until the smallest budget, stopping at each budget (``"rfe"`` candidates).  None: no
-        elimination.  Not with ``feature_bags``.
-    exact : bool, default=True
-        True: each budget's answer uses exactly K features whenever a candidate can (smaller
-        selections serve smaller budgets).  False: at most K -- a smaller budget's answer that
-        validates better is also the larger budget's (ties: fewer features), and its ``note``
-        says so with both scores.
+        until the smallest budget, stopping at each budget (``"rfe"`` candidates).  ``"auto"``:
+        0.2 (the step users of LightGBM's elimination take), or none with ``feature_bags``, whose
+        budgets count bags.  None: no elimination.  A number is refused with ``feature_bags``.
+    exact : bool, default=False
+        False: at most K -- a smaller budget's answer that validates better is also the larger
+        budget's (ties: fewer features), and its ``note`` says so with both scores.  True: each
+        budget's answer uses exactly K features whenever a candidate can (smaller selections
+        serve smaller budgets).
     verbose : bool, default=False
         A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes, the
         elimination's fits and the candidates' refits, each named as it ends.
@@ -224,6 +230,10 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     """
     budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine)
     V.check_real("ratio", ratio, low=1.0, low_open=True)
+    if isinstance(rfe_step, str):
+        if rfe_step != "auto":
+            raise ValueError(f"rfe_step must be a float in (0, 1), 'auto' or None, got {rfe_step!r}")
+        rfe_step = None if estimator.feature_bags is not None else DEFAULT_RFE_STEP
     V.check_real("rfe_step", rfe_step, 0.0, 1.0, low_open=True, high_open=True, allow_none=True)
     if rfe_step is not None and estimator.feature_bags is not None:
         raise ValueError("rfe_step does not apply with feature_bags (elimination drops features, the "

@@ -107,9 +107,10 @@ class TreeStep:
             _gather_rows(X_binned, tree_rows, Xs)
             # the leaf partition then holds positions in the sample, which index the compact channels
             grown = self.grower.grow(np.arange(tree_rows.shape[0], dtype=np.int32), rw, hw, usage, divisor,
-                                     X_binned=Xs)
+                                     X_binned=Xs, normaliser=norm)
         else:
-            grown = self.grower.grow(tree_rows, rw, hw, usage, divisor, hw_is_one=unit_h)
+            grown = self.grower.grow(tree_rows, rw, hw, usage, divisor, hw_is_one=unit_h,
+                                     normaliser=norm)
         values = _leaf_values(grown, rw, den, params)
         self.score_bound += float(np.max(np.abs(values)))
         if not math.isfinite(self.score_bound):

@@ -33,8 +33,9 @@ per seed, the setting of best validation AUC among the penalised, budget, refit 
 not ``gbfs:topk-*``, which select no features themselves) >= GBDT-topK (the better of LightGBM's gain
 and split rankings, by test AUC) in >= 75 % of cells; (b) never more than 0.005 AUC behind it on
 data sets with >= 400 test rows; (c) >= LightGBM CEGB in every cell; (d) features non-increasing in
-mu for every penalised method and criterion; (e) no budget exceeded and every path budget hit
-exactly; (f) the path's time (every budget) <= 3x one unpenalised fit with the same criterion.
+mu for every penalised method and criterion; (e) no budget exceeded and every path answer with
+fewer than K features says why; (f) the path's time (every budget) <= 3x one unpenalised fit with
+the same criterion.
 
 The mu grids (:class:`runners.bench_selection_families.Grids`; GBFS's mu is rescaled to gain units,
 see :mod:`runners.bench_selection_families`): penalised 7 values log-spaced in [1e-4, 0.3];

@@ -299,9 +299,10 @@ def _registry() -> dict[str, Family]:
     for importance in IMPORTANCES:
         reg[f"gbfs:topk-{importance}"] = Family("topk", partial(run_topk, importance))
         reg[f"lgbm:topk-{importance}"] = Family("lgbm-topk", partial(run_lgbm_topk, importance))
-    # the path's options, opt-in: recursive elimination among its sources, answers of at most K
-    options = {"+rfe": {"rfe_step": 0.2}, "+atmost": {"exact": False},
-               "+rfe+atmost": {"rfe_step": 0.2, "exact": False}}
+    # the path without its defaults, opt-in: exactly K features, no recursive elimination among its
+    # sources, or neither (the papers' path alone)
+    options = {"+exact": {"exact": True}, "+norfe": {"rfe_step": None},
+               "+exact+norfe": {"exact": True, "rfe_step": None}}
     for (suffix, kw), (method, criterion) in product(options.items(), product(METHODS, CRITERIA)):
         reg[f"gbfs:path{suffix}-{method}-{criterion}"] = Family(
             "path", partial(run_path, method, criterion, **kw), default=False)

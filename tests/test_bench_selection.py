@@ -170,14 +170,14 @@ def test_opt_in_families_run_only_when_named():
     default = select_families(None)
     assert "lgbm:rfe" not in default and not any(n.startswith("gbfs:path+") for n in default)
     assert {"lgbm:topk-gain", "gbfs:path-agbm-newton"} <= set(default)
-    assert select_families(["lgbm:rfe", "gbfs:path+rfe-agbm-*"]) == ["gbfs:path+rfe-agbm-sse",
-                                                                      "gbfs:path+rfe-agbm-newton", "lgbm:rfe"]
+    assert select_families(["lgbm:rfe", "gbfs:path+norfe-agbm-*"]) == [
+        "gbfs:path+norfe-agbm-sse", "gbfs:path+norfe-agbm-newton", "lgbm:rfe"]
 
 
 def test_lightgbm_elimination_and_the_path_with_elimination_fill_every_budget():
     X, y = tiny_madelon(None)
     split = make_split("tiny", X, y, 0, BUDGETS, BOOSTER, GRIDS)
-    for name in ("lgbm:rfe", "gbfs:path+rfe-agbm-newton", "gbfs:path+rfe+atmost-agbm-newton"):
+    for name in ("lgbm:rfe", "gbfs:path-agbm-newton", "gbfs:path+exact-agbm-newton"):
         rows = FAMILIES[name].run(split)
         assert [r["budget"] for r in sorted(rows, key=lambda r: r["budget"])] == list(BUDGETS)
         assert all(r["n_features"] <= r["budget"] and 0.5 < r["test_auc"] <= 1 for r in rows)

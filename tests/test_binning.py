@@ -27,7 +27,7 @@ def _check_threshold_property(mapper, f, x):
 
 def test_few_distinct_values_hand_example():
     X = np.array([[3.0], [1.0], [2.0], [2.0], [7.0], [1.0]])
-    m = BinMapper().fit(X)
+    m = BinMapper(min_data_in_bin=1).fit(X)
     assert m.n_edges_[0] == 3
     np.testing.assert_array_equal(_edges(m, 0), [1.5, 2.5, 5.0])
     np.testing.assert_array_equal(m.n_bins_non_missing_, [4])
@@ -42,7 +42,7 @@ def test_few_distinct_values_one_bin_per_value(n_distinct, max_bins):
     X[:n_distinct, 0] = u  # every value present in column 0
     X[:n_distinct, 1] = u
     X[rng.random(600) < 0.1, 1] = np.nan
-    m = BinMapper(max_bins=max_bins).fit(X)
+    m = BinMapper(max_bins=max_bins, min_data_in_bin=1).fit(X)
     for f in range(2):
         col = X[:, f]
         ref = naive.midpoint_edges(col)
@@ -75,7 +75,7 @@ def test_many_distinct_values_equal_frequency(max_bins, dist):
 
 def test_256_distinct_values_switch_to_quantiles():
     col = np.arange(256, dtype=np.float64)
-    m = BinMapper().fit(col[:, None])
+    m = BinMapper(min_data_in_bin=1).fit(col[:, None])
     assert m.n_edges_[0] <= 254
     bins = m.transform(col[:, None])[:, 0]
     assert bins.max() <= 254
@@ -86,7 +86,7 @@ def test_256_distinct_values_switch_to_quantiles():
 def test_heavy_ties_with_many_distinct_values():
     rng = np.random.default_rng(2)
     col = np.concatenate([np.zeros(3000), rng.random(1000)])
-    m = BinMapper().fit(col[:, None])
+    m = BinMapper(min_data_in_bin=1).fit(col[:, None])
     e = _edges(m, 0)
     assert np.all(np.diff(e) > 0)
     bins = m.transform(col[:, None])[:, 0]
@@ -142,7 +142,7 @@ def test_threshold_iff_bin(seed):
 
 def test_constant_column():
     X = np.column_stack([np.full(50, 2.5), np.arange(50.0)])
-    m = BinMapper().fit(X)
+    m = BinMapper(min_data_in_bin=1).fit(X)
     assert m.n_edges_[0] == 0 and m.n_bins_non_missing_[0] == 1
     Xb = m.transform(np.array([[2.5, 0.0], [-10.0, 0.0], [10.0, 0.0], [np.nan, 0.0]]))
     np.testing.assert_array_equal(Xb[:, 0], [0, 0, 0, MISSING_BIN])
@@ -151,7 +151,7 @@ def test_constant_column():
 
 def test_all_nan_column():
     X = np.column_stack([np.full(30, np.nan), np.arange(30.0)])
-    m = BinMapper().fit(X)
+    m = BinMapper(min_data_in_bin=1).fit(X)
     assert m.n_edges_[0] == 0 and m.n_bins_non_missing_[0] == 1
     np.testing.assert_array_equal(m.transform(X)[:, 0], MISSING_BIN)
     np.testing.assert_array_equal(m.transform(np.array([[1.0, 0.0]]))[:, 0], [0])
@@ -160,8 +160,8 @@ def test_all_nan_column():
 def test_integer_input_same_as_float():
     rng = np.random.default_rng(5)
     Xi = rng.integers(-20, 20, size=(300, 3))
-    mi = BinMapper().fit(Xi)
-    mf = BinMapper().fit(Xi.astype(np.float64))
+    mi = BinMapper(min_data_in_bin=1).fit(Xi)
+    mf = BinMapper(min_data_in_bin=1).fit(Xi.astype(np.float64))
     np.testing.assert_array_equal(mi.bin_edges_, mf.bin_edges_)
     np.testing.assert_array_equal(mi.transform(Xi), mf.transform(Xi.astype(np.float64)))
     np.testing.assert_array_equal(_edges(mi, 0), naive.midpoint_edges(Xi[:, 0].astype(float)))
@@ -203,7 +203,7 @@ def test_subsample_is_deterministic_given_seed():
 def test_subsample_edges_come_from_the_subsample():
     # 300 distinct values in X but a 100-row subsample has <= 100: one bin per subsampled value
     X = np.arange(300, dtype=np.float64)[:, None]
-    m = BinMapper(subsample=100, random_state=0).fit(X)
+    m = BinMapper(subsample=100, random_state=0, min_data_in_bin=1).fit(X)
     assert m.n_edges_[0] == 99
     e = _edges(m, 0)
 
@@ -223,7 +223,7 @@ def test_bad_arguments():
     for mb in (1, 256):
         with pytest.raises(ValueError, match="max_bins"):
             BinMapper(max_bins=mb).fit(X)
-    m = BinMapper().fit(X)
+    m = BinMapper(min_data_in_bin=1).fit(X)
     with pytest.raises(ValueError, match="features"):
         m.transform(np.zeros((5, 3)))
 
@@ -236,7 +236,7 @@ def test_extreme_finite_values_stay_apart():
     """
     big = np.finfo(np.float64).max
     X = np.array([[-big], [big], [-big], [big]])
-    m = BinMapper().fit(X)
+    m = BinMapper(min_data_in_bin=1).fit(X)
     e = _edges(m, 0)
     assert np.all(np.isfinite(e)), e
     b = m.transform(X)[:, 0]
@@ -310,8 +310,12 @@ def test_min_data_in_bin_caps_the_quantile_bins_of_a_wide_column():
 
 def test_min_data_in_bin_one_keeps_every_distinct_value():
     x = np.array([[1.0], [2.0], [2.0], [3.0], [9.0]])
-    np.testing.assert_array_equal(_edges(BinMapper().fit(x), 0), [1.5, 2.5, 6.0])
+    np.testing.assert_array_equal(_edges(BinMapper(min_data_in_bin=1).fit(x), 0), [1.5, 2.5, 6.0])
     np.testing.assert_array_equal(_edges(BinMapper(min_data_in_bin=2).fit(x), 0), [2.5])
+    # the default is LightGBM's 3: five rows make at most one bin of three and the rest
+    assert BinMapper().min_data_in_bin == 3
+    np.testing.assert_array_equal(_edges(BinMapper().fit(x), 0),
+                                  _edges(BinMapper(min_data_in_bin=3).fit(x), 0))
 
 
 def test_min_data_in_bin_sparse_equals_dense():

@@ -56,14 +56,14 @@ def test_the_path_offers_elimination_sets_of_every_budget_nested(split):
     rfe = {c["budget"]: c["features"] for c in path.candidates if "rfe" in [c["source"], *c["also"]]}
     assert sorted(rfe) == [3, 6, 12] and all(len(f) == k for k, f in rfe.items())
     assert set(rfe[3]) <= set(rfe[6]) <= set(rfe[12])  # counts monotone along the budgets
-    without = selection_path(_template(), X, y, eval_set=(Xv, yv), budgets=(3, 6, 12))
+    without = selection_path(_template(), X, y, eval_set=(Xv, yv), budgets=(3, 6, 12), rfe_step=None)
     assert not any("rfe" in [c["source"], *c["also"]] for c in without.candidates)
     for r in path.results:  # elimination only adds candidates: a choice is never worse on validation
         assert r.val_score >= without[r.budget].val_score
 
 
 @pytest.mark.parametrize("step, match", [(0.0, "rfe_step must be > 0"), (1.0, "rfe_step must be < 1"),
-                                         ("a", "rfe_step must be a real number")])
+                                         ("a", "rfe_step must be a float in \\(0, 1\\), 'auto' or None")])
 def test_bad_rfe_step_is_refused(split, step, match):
     X, y, Xv, yv = split
     with pytest.raises((ValueError, TypeError), match=match):
@@ -75,3 +75,9 @@ def test_rfe_step_with_bags_is_refused(split):
     with pytest.raises(ValueError, match="rfe_step does not apply with feature_bags"):
         selection_path(_template().set_params(feature_bags=np.arange(40) // 2), X, y, eval_set=(Xv, yv),
                        budgets=(3,), rfe_step=0.2)
+    # the default ("auto") eliminates features without bags and leaves it out with them
+    bagged = selection_path(_template().set_params(feature_bags=np.arange(40) // 2), X, y, eval_set=(Xv, yv),
+                            budgets=(3,))
+    assert not any("rfe" in [c["source"], *c["also"]] for c in bagged.candidates)
+    plain = selection_path(_template(), X, y, eval_set=(Xv, yv), budgets=(3, 6))
+    assert any("rfe" in [c["source"], *c["also"]] for c in plain.candidates)

@@ -147,7 +147,7 @@ def test_standardised_values_are_min_max_of_the_binned_features(order):
     X = _messy_matrix(700, 20, seed=0)
     X[:, 15] = np.round(X[:, 15] / 100.0)  # another column with fewer than 255 values
     X = np.asfortranarray(X) if order == "F" else X
-    mapper = BinMapper().fit(X)
+    mapper = BinMapper(min_data_in_bin=1).fit(X)  # few-valued columns: one bin per value
     _, tester = _tester(X, 4, mapper=mapper)
     Z = tester.standardised()
     ref = naive_gt.standardise_binned(X, _edges(mapper))
@@ -623,7 +623,7 @@ def test_group_test_rows_samples_the_rows_of_large_nodes():
 
 def test_group_test_rows_in_the_estimator(reg_data):
     X, y = reg_data
-    kw = dict(method="gtgbm", n_target_features=3, mu=0.02, n_estimators=8, max_leaves=8, min_samples_leaf=5,
+    kw = dict(method="gtgbm", n_target_features=3, mu=0.02, n_estimators=12, max_leaves=8, min_samples_leaf=5,
               random_state=0)
     full = GBFSRegressor(**kw).fit(X, y)
     capped = GBFSRegressor(group_test_rows=X.shape[0], **kw).fit(X, y)  # no node is larger: no sample

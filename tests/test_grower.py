@@ -441,3 +441,27 @@ def test_no_split_gains_min_split_gain_or_less(method, criterion):
     assert sum(t.n_leaves for t in capped.trees_) < sum(t.n_leaves for t in free.trees_)
     with pytest.raises(ValueError, match="min_split_gain must be >= 0"):
         GBFSRegressor(min_split_gain=-1.0).fit(X, y)
+
+
+@pytest.mark.parametrize("method, criterion", [("gbfs", "sse"), ("agbm", "newton"), ("gtgbm", "newton")])
+def test_a_pure_node_is_never_split_and_unused_features_have_no_importance(method, criterion, monkeypatch):
+    """Once the label's one step is found every leaf is pure: its residuals are equal, so any
+    further "gain" is floating-point roundoff.  No such split is taken; only feature 0 is used and
+    every other feature's importance is exactly 0.  Without the roundoff floor the same fit splits
+    pure nodes on unrelated features (the test's own check that it can fail)."""
+    import gbfs.grower as grower_module
+    from gbfs import GBFSClassifier
+
+    rng = np.random.default_rng(3)
+    X = rng.random((300, 40))
+    y = (X[:, 0] > 0.5).astype(int)
+    kw = dict(method=method, mu=0.0, criterion=criterion, n_estimators=30, max_leaves=8,
+              min_samples_leaf=5, random_state=0, **({"n_target_features": 3} if method == "gtgbm" else {}))
+    model = GBFSClassifier(**kw).fit(X, y)
+    for kind in ("gain", "split"):
+        imp = model.feature_importance(kind)
+        assert imp[0] > 0 and np.all(imp[1:] == 0.0), kind
+    assert model.selected_features_.tolist() == [0]
+    monkeypatch.setattr(grower_module, "ROUNDOFF_GAIN", 0.0)
+    loose = GBFSClassifier(**kw).fit(X, y)
+    assert np.count_nonzero(loose.feature_importance("split")[1:]) > 0

@@ -360,3 +360,17 @@ def test_model_io_never_uses_pickle(saved, monkeypatch):
         monkeypatch.setattr(pickle, fn, refuse)
     path, _ = saved
     load_model(path).save_model(path)
+
+
+def test_a_file_without_min_data_in_bin_was_fitted_with_one_bin_per_value(tmp_path, saved):
+    """A file written before ``min_data_in_bin`` existed lacks the key: that gbfs gave every distinct
+    value its own bin, so the loaded model says 1 (and a clone refits as it was fitted), not today's
+    default 3.  A file that has the key keeps its own value."""
+    path, body = saved
+    assert body["params"]["min_data_in_bin"] == 3
+    loaded = load_model(path)
+    assert loaded.min_data_in_bin == 3
+    del body["params"]["min_data_in_bin"]
+    older = load_model(_write(tmp_path / "older.json", body, reseal=True))
+    assert older.min_data_in_bin == 1
+    assert older.get_params()["mu"] == PARAMS["mu"]

@@ -100,7 +100,7 @@ def test_newton_feature_count_falls_with_mu():
                              n_estimators=80, max_depth=5, min_samples_leaf=20, random_state=0).fit(X, y)
         counts.append(est.history_[-1]["n_features_used"])
     assert counts == sorted(counts, reverse=True), counts
-    assert counts[-1] <= 4 < counts[0]
+    assert counts[-1] <= 5 < counts[0]  # 30 features
 
 
 def test_lightgbm_split_gains_are_bounded_by_the_normaliser():
