@@ -36,7 +36,6 @@ unpenalised Newton fit on its features (:func:`gbfs.refit.refit`).
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 import warnings
@@ -49,58 +48,33 @@ from tqdm.auto import tqdm
 from . import validation as V
 from .elimination import eliminate
 from .methods import METHODS
-from .metrics import rmse, roc_auc
-from .path_results import BudgetResult, SelectionPath
+from .path_choice import at_most, choose_budget, score_test
+from .path_cv import Folds, cross_validate, make_folds
+from .path_results import SelectionPath
 from .penalty import FeatureUsage
-from .softmax import macro_auc
 
 #: ``rfe_step="auto"``: the share of the features each elimination step drops
 DEFAULT_RFE_STEP = 0.2
 
 
-def _score(model, X, y, classifier: bool) -> float:
-    """Higher is better: AUC (two classes), macro one-vs-rest AUC of the probabilities (more
-    classes, as a multiclass fit's ``val_auc``), minus RMSE (regressor)."""
-    if not classifier:
-        return -rmse(y, model.predict(X))
-    classes = model.classes_
-    if classes.shape[0] == 2:
-        return roc_auc((y == classes[1]).astype(np.float64), model.decision_function(X))
-    y = np.asarray(y)
-    codes = np.full(y.shape[0], -1)  # a label the model was not fitted on is a negative of every class
-    for k, c in enumerate(classes):
-        codes[y == c] = k
-    return macro_auc(codes, model.predict_proba(X))
-
-
 def _metric(estimator, prep) -> str:
-    """The name of :func:`_score`'s metric for ``estimator`` fitted on ``prep``."""
+    """The name of :func:`gbfs.path_cv.score`'s metric for ``estimator`` fitted on ``prep``."""
     if not is_classifier(estimator):
         return "neg_rmse"
     return "macro_auc" if len(prep.inputs["classes_"]) > 2 else "auc"
 
 
-def _prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:
-    """The first features of ``order`` that use at most ``k`` bags (features, without bags)."""
-    out, bags = [], set()
-    for f in order:
-        b = int(bag_of[f])
-        if b not in bags and len(bags) == k:
-            break
-        bags.add(b)
-        out.append(f)
-    return np.asarray(out, dtype=np.int64)
-
-
 class _Search:
     """Probes of the path: selection fits at given ``mu`` sharing the prepared data."""
 
-    def __init__(self, template, prep, k_max: int, patience: int, bar):
+    def __init__(self, template, prep, k_max: int, patience: int, bar, folds: Folds | None = None):
         self.template, self.prep, self.k_max, self.patience, self.bar = template, prep, k_max, patience, bar
+        self.folds = folds
         self.probes: dict[float, dict] = {}
         self.bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
         self.rfe: dict[int, np.ndarray] = {}  # budget -> the elimination's features
-        self._refits: dict[tuple, tuple] = {}  # (features, mu, source) -> (model, seconds)
+        self._refits: dict[tuple, tuple] = {}  # (features, mu, source, n_estimators) -> (model, seconds)
+        self._cv: dict[tuple, dict] = {}  # (features, mu, source) -> cross_validate's record
 
     def n_bags(self, order) -> int:
         return len({int(self.bag_of[f]) for f in order})
@@ -119,19 +93,30 @@ class _Search:
         self.bar.update(1)
         return rec
 
-    def refit(self, features: np.ndarray, mu: float | None = 0.0, source: str = "rfe"):
+    def refit(self, features: np.ndarray, mu: float | None = 0.0, source: str = "rfe",
+              n_estimators: int | None = None):
         """``(model, seconds)``: the unpenalised Newton refit on ``features`` that every candidate
         gets, from the shared binned data (``source`` ``topk-<importance>``: set up as GBDT-topK, the
-        same model).  Fitted once: elimination's fit of a budget's set is that budget's candidate."""
-        key = (tuple(int(f) for f in features), mu, source)
+        same model; ``n_estimators``: that many trees instead of the template's).  Fitted once:
+        elimination's fit of a budget's set is that budget's candidate."""
+        key = (tuple(int(f) for f in features), mu, source, n_estimators)
         if key not in self._refits:
             t0 = time.perf_counter()
-            model = self._fit(features, mu, source)
+            model = self._fit(features, mu, source, self.prep, n_estimators)
             self._refits[key] = (model, time.perf_counter() - t0)
         return self._refits[key]
 
-    def _fit(self, features: np.ndarray, mu: float | None, source: str):
+    def cross_validate(self, features: np.ndarray, mu: float | None, source: str) -> dict:
+        """The candidate's k-fold record (:func:`gbfs.path_cv.cross_validate`), computed once."""
+        key = (tuple(int(f) for f in features), mu, source)
+        if key not in self._cv:
+            self._cv[key] = cross_validate(lambda prep: self._fit(features, mu, source, prep), self.folds)
+        return self._cv[key]
+
+    def _fit(self, features: np.ndarray, mu: float | None, source: str, prep, n_estimators=None):
         model = clone(self.template)
+        if n_estimators is not None:
+            model.set_params(n_estimators=n_estimators)
         k = int(features.size)
         if source.startswith("topk"):
             model.set_params(method="topk", max_features=k, refit=True, selection_patience=None,
@@ -142,7 +127,7 @@ class _Search:
                                 and METHODS[self.template.method].group_tests else {}))
         with warnings.catch_warnings():  # GT-GBM's settings are moot for the other methods
             warnings.simplefilter("ignore", UserWarning)
-            model._fit_prepared(self.prep, selection=features)
+            model._fit_prepared(prep, selection=features)
         self.bar.set_postfix_str(f"{source} refit on {k} features", refresh=False)
         self.bar.update(1)
         return model
@@ -156,7 +141,7 @@ class _Search:
         return lo, min(above + [mu_max])
 
 
-def _check(estimator, budgets, eval_set, patience, n_probes, refine):
+def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv):
     from .estimators import _GBFSBase
 
     if not isinstance(estimator, _GBFSBase):
@@ -173,17 +158,18 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine):
     budgets = sorted({V.check_int("budgets[]", b, 1) for b in budgets})
     if not budgets:
         raise ValueError("budgets must hold at least one budget")
-    if eval_set is None:
-        raise ValueError("eval_set is required: the path chooses each budget's model on it")
+    V.check_int("cv", cv, 2, allow_none=True)
+    if eval_set is None and cv is None:
+        raise ValueError("eval_set is required without cv: the path chooses each budget's model on it")
     V.check_int("patience", patience, 1)
     V.check_int("n_probes", n_probes, 2)
     V.check_int("refine", refine, 0)
     return budgets
 
 
-def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_set=None, patience: int = 5,
-                   n_probes: int = 8, refine: int = 1, ratio: float = 4.0,
-                   rfe_step: float | str | None = "auto", exact: bool = False,
+def selection_path(estimator, X, y, *, eval_set=None, budgets=(5, 10, 20, 50), test_set=None,
+                   patience: int = 5, n_probes: int = 8, refine: int = 1, ratio: float = 4.0,
+                   rfe_step: float | str | None = "auto", exact: bool = False, cv: int | None = None,
                    verbose: bool = False) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
@@ -192,15 +178,21 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     estimator : GBFSClassifier or GBFSRegressor
         The template: method (``"gbfs"``, ``"agbm"``, ``"gtgbm"``), criterion, tree settings,
         sampler, seed.  Its ``mu``, ``max_features`` and ``refit`` are set by the path.  Give it
-        ``early_stopping_rounds`` so that every fit stops on the eval set.  A classifier may
-        have more than two classes (its models are then chosen by macro AUC).
+        ``early_stopping_rounds`` so that every fit stops on the eval set (with ``cv``: each
+        fold's fits on its held-out rows).  A classifier may have more than two classes (its
+        models are then chosen by macro AUC).
     X, y : training data
-    eval_set : tuple (X_val, y_val)
-        The validation data every choice is made on.
+    eval_set : tuple (X_val, y_val), optional
+        The validation data every choice is made on, and every fit's early stopping.  Optional
+        with ``cv``: the choice is then cross-validated, the fits on all training rows run the
+        template's ``n_estimators`` (the probes and the ranking fit) or the mean number of trees
+        the candidate's folds kept (the candidates).
     budgets : sequence of int, default=(5, 10, 20, 50)
         Numbers of features (bags, with ``feature_bags``).
     test_set : tuple (X_test, y_test), optional
-        Scored once per chosen model, after the choice.
+        Scored after the choice, never used for it: each budget's model (``test_score``), every
+        candidate (``candidates[i]["test_score"]``) and each budget's ``regret``, the best test
+        score among the candidates it could have answered with minus its own.
     patience : int, default=5
         A probe ends when Omega has not grown for this many trees (``selection_patience``).
     n_probes : int, default=8
@@ -220,6 +212,13 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
         budget's (ties: fewer features), and its ``note`` says so with both scores.  True: each
         budget's answer uses exactly K features whenever a candidate can (smaller selections
         serve smaller budgets).
+    cv : int or None, default=None
+        Choose by ``cv``-fold cross-validation on the training rows (stratified for a
+        classifier, folds from ``random_state``, cut from the shared binned matrix) instead of
+        on ``eval_set``: each candidate gets the folds' mean score and its standard error
+        (``cv_mean``, ``cv_se``), and among the candidates a budget may answer with, the one
+        with the fewest features within one standard error of the best mean is chosen (ties:
+        the higher mean) and refitted on all training rows.  Costs ``cv`` fits per candidate.
     verbose : bool, default=False
         A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes, the
         elimination's fits and the candidates' refits, each named as it ends.
@@ -228,7 +227,7 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
     -------
     SelectionPath
     """
-    budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine)
+    budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine, cv)
     V.check_real("ratio", ratio, low=1.0, low_open=True)
     if isinstance(rfe_step, str):
         if rfe_step != "auto":
@@ -240,7 +239,7 @@ def selection_path(estimator, X, y, *, eval_set, budgets=(5, 10, 20, 50), test_s
                          "budgets count bags)")
     V.check_bool("exact", exact)
     V.check_bool("verbose", verbose)
-    settings = _Settings(patience, n_probes, refine, ratio, rfe_step, exact)
+    settings = _Settings(patience, n_probes, refine, ratio, rfe_step, exact, cv)
     with tqdm(desc="selection path", unit="fit", disable=not verbose) as bar:
         return _path(estimator, X, y, eval_set, budgets, test_set, settings, bar)
 
@@ -253,19 +252,25 @@ class _Settings:
     ratio: float
     rfe_step: float | None
     exact: bool
+    cv: int | None
 
 
 def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar) -> SelectionPath:
     patience, n_probes, refine, ratio = settings.patience, settings.n_probes, settings.refine, settings.ratio
     t_start = time.perf_counter()
-    prep = clone(estimator).set_params(max_features=None, refit=False, selection_patience=None)._prepare(
-        X, y, eval_set)
+    # without an eval set nothing can stop early on it: the folds' fits stop on their held-out rows
+    stops = {} if eval_set is not None else {"early_stopping_rounds": None}
+    prep = clone(estimator).set_params(max_features=None, refit=False, selection_patience=None,
+                                       **stops)._prepare(X, y, eval_set)
     base = _Unpenalised(estimator, prep, patience)
     t_base = time.perf_counter() - t_start
     bar.set_postfix_str(f"unpenalised fit: {len(base.full_order)} features", refresh=False)
     bar.update(1)
     mu_max = base.mu_max
-    search = _Search(estimator, prep, budgets[-1], patience, bar)
+    classifier = is_classifier(estimator)
+    folds = None if settings.cv is None else make_folds(
+        prep, X, y, settings.cv, classifier, estimator.early_stopping_rounds if stops else None)
+    search = _Search(clone(estimator).set_params(**stops), prep, budgets[-1], patience, bar, folds)
     # the data may support fewer features than the largest budget: the descent also ends when two
     # more steps of smaller mu have not added a feature
     k_fill = min(budgets[-1], search.n_bags(base.full_order))
@@ -283,18 +288,15 @@ def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar
     if settings.rfe_step is not None:
         search.rfe = eliminate(lambda f: search.refit(f)[0].feature_importance("gain")[f],
                                base.top_k(base.n_features, "gain"), budgets, settings.rfe_step)
-    classifier = is_classifier(estimator)
-    X_val, y_val = eval_set
-    results, candidates = [], []
+    results, candidates, models = [], [], []
     larger = None
     for k in reversed(budgets):  # from the largest budget down: each may shrink the one above
-        larger = _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger)
+        larger = choose_budget(k, base, prep, search, eval_set, classifier, candidates, models, larger)
         results.insert(0, larger)
     if not settings.exact:
-        results = _at_most(results)
+        results = at_most(results)
     if test_set is not None:
-        for r in results:
-            r.test_score = _score(r.model, test_set[0], test_set[1], classifier)
+        score_test(results, candidates, models, test_set, classifier, settings.exact)
     probes = [{k: v for k, v in p.items() if k != "history"} for _, p in sorted(search.probes.items())]
     timings = {"unpenalised_seconds": t_base, "probe_seconds": sum(p["seconds"] for p in probes),
                "metric": _metric(estimator, prep)}
@@ -337,72 +339,4 @@ def _mu_max(first: list, rec: dict, method) -> float:
         if root.feature[0] >= 0:
             norm = rec["gain_normaliser" if len(first) == 1 else f"gain_normaliser_class{k}"]
             best = max(best, float(root.gain[0] / method.divisor(norm)))
-    return best
-
-
-def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:
-    """Backward elimination: the ``k`` features of the larger budget's refitted model with the most
-    gain (then the rest of its selection, in order), as recursive feature elimination does."""
-    if larger is None or larger.n_features <= k:
-        return np.empty(0, dtype=np.int64)
-    gain = larger.model.feature_importance("gain")[larger.features]
-    order = larger.features[np.argsort(-gain, kind="stable")]
-    return _prefix(order.tolist(), k, bag_of)
-
-
-def _at_most(results: list[BudgetResult]) -> list[BudgetResult]:
-    """Budgets in increasing order, each answered by the best validated of its own and every smaller
-    budget's model (ties: the smaller, so fewer features)."""
-    out, best = [], None
-    for r in results:
-        if best is None or r.val_score > best.val_score:
-            best = r
-            out.append(r)
-            continue
-        note = (f"{best.n_features} features (budget {best.budget}'s answer) validate at least as well as "
-                f"this budget's best with {r.n_features} ({best.val_score:.6g} >= {r.val_score:.6g})")
-        out.append(dataclasses.replace(best, budget=r.budget, note=note))
-    return out
-
-
-def _candidates(k: int, base: _Unpenalised, search: _Search, larger: BudgetResult | None) -> list[tuple]:
-    """(mu, source, features) of budget ``k``: the bracket's probe, the unpenalised fit, GBDT-topK and
-    the larger budget's model shrunk to ``k`` features."""
-    fills = sorted((m for m, p in search.probes.items() if p["n_bags"] >= k), reverse=True)
-    picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
-                                     if search.probes else [])
-    out = [(m, "penalised", _prefix(search.probes[m]["order"], k, search.bag_of)) for m in picks]
-    out.append((0.0, "unpenalised", _prefix(base.order, k, search.bag_of)))
-    if search.prep.bags is None:  # GBDT-topK ranks features, not bags
-        out += [(None, f"topk-{kind}", base.top_k(k, kind)) for kind in ("gain", "split")]
-    if larger is not None:
-        out.append((larger.mu, "shrunk", _shrunk(larger, k, search.bag_of)))
-    if k in search.rfe:
-        out.append((0.0, "rfe", search.rfe[k]))
-    return [c for c in out if c[2].size]
-
-
-def _choose(k, estimator, base, prep, search, X_val, y_val, classifier, candidates, larger) -> BudgetResult:
-    best, seen = None, {}
-    cands = _candidates(k, base, search, larger)
-    size = max((search.n_bags(c[2]) for c in cands), default=0)
-    # the budget is hit exactly whenever some candidate can: smaller selections serve smaller budgets
-    for mu, source, feats in (c for c in cands if search.n_bags(c[2]) == size):
-        key = tuple(sorted(feats.tolist()))
-        if key in seen:  # the same set from another source: one refit, every source recorded
-            seen[key]["also"].append(source)
-            continue
-        model, seconds = search.refit(feats, mu, source)
-        val = _score(model, X_val, y_val, classifier)
-        seen[key] = {"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
-                     "features": feats.tolist(), "val_score": val, "seconds": seconds, "also": []}
-        candidates.append(seen[key])
-        if best is None or val > best.val_score:
-            best = BudgetResult(k, mu, source, feats, val, None, seconds, model)
-    if best is None:
-        raise ValueError(f"budget {k}: no feature was ever selected (the unpenalised fit makes no split)")
-    if size < k:
-        unit = "bags" if prep.bags is not None else "features"
-        reach = max([search.n_bags(base.full_order)] + [p["n_bags"] for p in search.probes.values()])
-        best.note = f"{size} {unit}: the unpenalised fit and every probe use at most {reach} {unit}"
     return best

@@ -24,10 +24,10 @@ class BudgetResult:
         ``"rfe"`` (recursive feature elimination from the unpenalised fit's features, ``rfe_step``).
     features : ndarray of int
         The selected features, in order of selection.
-    val_score : float
+    val_score : float or None
         Validation AUC (binary classifier), macro one-vs-rest AUC of the class probabilities (more
         than two classes: the ``val_auc`` such a fit records) or minus the validation RMSE
-        (regressor) of the refitted model.
+        (regressor) of the refitted model; None without an eval set.
     test_score : float or None
         The same on ``test_set`` (computed after the choice, never used for it).
     seconds : float
@@ -35,6 +35,11 @@ class BudgetResult:
     model : fitted estimator
     note : str
         Why the budget was not hit exactly, if it was not.
+    cv_mean, cv_se : float or None
+        With ``cv``: the mean score over the folds and its standard error.
+    regret : float or None
+        With ``test_set``: the best test score among the candidates this budget could have
+        answered with, minus this answer's.
     """
 
     budget: int
@@ -46,6 +51,9 @@ class BudgetResult:
     seconds: float
     model: object
     note: str = ""
+    cv_mean: float | None = None
+    cv_se: float | None = None
+    regret: float | None = None
 
     @property
     def n_features(self) -> int:
@@ -58,7 +66,9 @@ class SelectionPath:
 
     results: list[BudgetResult]
     probes: list[dict]  # mu, n_features, order, seconds, trees
-    candidates: list[dict]  # budget, mu, source, also (other sources of the same set), n_features, val_score
+    # budget, mu, source, also (other sources of the same set), n_features, val_score, cv_mean, cv_se,
+    # test_score (with a test set)
+    candidates: list[dict]
     mu_max: float
     seconds: float
     timings: dict = field(default_factory=dict)
@@ -75,7 +85,8 @@ class SelectionPath:
 
         return pd.DataFrame([{"budget": r.budget, "n_features": r.n_features, "mu": r.mu, "source": r.source,
                               "val_score": r.val_score, "test_score": r.test_score, "seconds": r.seconds,
-                              "features": r.features.tolist(), "note": r.note} for r in self.results])
+                              "features": r.features.tolist(), "note": r.note, "cv_mean": r.cv_mean,
+                              "cv_se": r.cv_se, "regret": r.regret} for r in self.results])
 
     def plot(self, ax=None):
         """Validation score (and test score, if computed) against the number of features, with every

@@ -35,7 +35,12 @@ and split rankings, by test AUC) in >= 75 % of cells; (b) never more than 0.005 
 data sets with >= 400 test rows; (c) >= LightGBM CEGB in every cell; (d) features non-increasing in
 mu for every penalised method and criterion; (e) no budget exceeded and every path answer with
 fewer than K features says why; (f) the path's time (every budget) <= 3x one unpenalised fit with
-the same criterion.
+the same criterion; then (g)-(j) against the peers users pick instead, from
+:mod:`runners.bench_selection_peers` (the default path against the best peer, the penalised
+selection alone against LightGBM top K, the path's choice regret, its time against LightGBM top K).
+Opt-in families (``--families``): ``gbfs:path+exact|+norfe|+exact+norfe|+cv-<method>-<criterion>``
+(the path with exactly K features, without recursive elimination, both, or choosing by 5-fold
+cross-validation), ``lgbm:rfe``, ``lgbm:shap-topk`` and ``mrmr``.
 
 The mu grids (:class:`runners.bench_selection_families.Grids`; GBFS's mu is rescaled to gain units,
 see :mod:`runners.bench_selection_families`): penalised 7 values log-spaced in [1e-4, 0.3];
@@ -61,6 +66,7 @@ from sklearn.model_selection import train_test_split
 from runners import bench_selection_data as data
 from runners import bench_selection_report as report
 from runners.bench_selection_families import CRITERIA, FAMILIES, METHODS, Booster, Grids, Split
+from runners.bench_selection_peers import peer_lines
 
 DATASETS = ("breast_cancer", "digits", "isolet", "tox171", "madelon", "gisette_like", "epsilon_like",
             "flight_like")
@@ -71,7 +77,7 @@ QUICK = {"datasets": ("breast_cancer", "digits", "madelon"), "seeds": (0,), "bud
                         mu_cegb=(1e-3, 0.01, 0.1), l1_C=(0.01, 0.1, 1.0))}
 COLUMNS = ("dataset", "seed", "family", "group", "setting", "budget", "eligible_budgets", "n_features",
            "val_auc", "test_auc", "fit_seconds", "n_trees", "mu", "mu_raw", "C", "source", "note", "n_rows",
-           "d", "n_test")
+           "d", "n_test", "regret", "penalised_test_auc", "penalised_n_features", "ranking_seconds")
 
 
 def make_split(name: str, X: np.ndarray, y: np.ndarray, seed: int, budgets: Sequence[int], booster: Booster,
@@ -179,7 +185,7 @@ def write_report(df: pd.DataFrame, budgets: Sequence[int], out: Path, meta: dict
     """``summary.md`` and ``auc_vs_features.png`` from the fits; returns the verdict lines."""
     chosen = report.choose(df, budgets)
     table = report.cells(chosen)
-    lines = report.verdict(df, table)
+    lines = report.verdict(df, table) + peer_lines(df, table)
     (out / "summary.md").write_text(report.markdown(df, chosen, table, lines, meta))
     report.plot(table, out / "auc_vs_features.png")
     return lines

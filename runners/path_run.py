@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from gbfs import selection_path  # noqa: E402
 from gbfs.data import Dataset  # noqa: E402
-from gbfs.path import BudgetResult, SelectionPath  # noqa: E402
+from gbfs.path_results import BudgetResult, SelectionPath  # noqa: E402
 from runners import experiment, stability, tracking  # noqa: E402
 
 #: the role tags of the path's runs: the parent, and one nested run per budget

@@ -219,3 +219,31 @@ def test_shap_and_mrmr_families_fill_every_budget():
         rows = FAMILIES[name].run(split)
         assert sorted(r["n_features"] for r in rows) == list(BUDGETS)
         assert all(0.5 < r["test_auc"] <= 1 and r["fit_seconds"] > 0 for r in rows)
+
+
+def test_peer_targets_compare_the_default_path_with_the_best_peer_of_each_cell():
+    from runners.bench_selection_peers import DEFAULT_PATH, lightgbm_topk_seconds, peer_lines
+
+    cells = []
+    for k, path, rfe, topk in [(5, 0.90, 0.91, 0.89), (10, 0.93, 0.92, 0.925)]:
+        cells += [{"dataset": "big", "K": k, "family": DEFAULT_PATH, "group": "path", "test_auc": path},
+                  {"dataset": "big", "K": k, "family": "lgbm:rfe", "group": "lgbm-rfe", "test_auc": rfe},
+                  {"dataset": "big", "K": k, "family": "lgbm:topk-gain", "group": "lgbm-topk",
+                   "test_auc": topk}]
+    table = pd.DataFrame(cells).assign(n_test=500)
+    rows = pd.DataFrame(
+        [{"dataset": "big", "seed": 0, "family": DEFAULT_PATH, "group": "path", "budget": k,
+          "fit_seconds": 9.0, "regret": reg, "penalised_test_auc": pen, "ranking_seconds": np.nan}
+         for k, reg, pen in [(5, 0.004, 0.88), (10, 0.0, 0.93)]]
+        + [{"dataset": "big", "seed": 0, "family": "lgbm:topk-gain", "group": "lgbm-topk", "budget": k,
+            "fit_seconds": 2.0, "regret": np.nan, "penalised_test_auc": np.nan, "ranking_seconds": 1.5}
+           for k in (5, 10)])
+    # LightGBM top K as users run it: one ranking (1.5 s) and two refits (0.5 s each)
+    assert lightgbm_topk_seconds(rows).tolist() == [2.5]
+    lines = peer_lines(rows, table)
+    g, h, i, j = (next(x for x in lines if x.startswith(f"({t})")) for t in "ghij")
+    assert g.startswith("(g)") and "mean -0.0025" in g and "worst -0.0100" in g and g.endswith("NOT MET")
+    assert "big K=5: path 0.9000, best peer lgbm:rfe 0.9100" in lines[1]
+    assert h.startswith("(h)") and "5: -0.0100, 10: +0.0050" in h and h.endswith("NOT MET")
+    assert i.startswith("(i)") and "0.0020" in i and i.endswith(" MET")
+    assert j.startswith("(j)") and "3.60x" in j and j.endswith("NOT MET")

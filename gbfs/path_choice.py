@@ -1,0 +1,125 @@
+"""Which candidates each budget of the selection path has, and which one answers it.
+
+A budget's candidates (:func:`candidates`) are feature sets from every source the path has -- the
+most selective probe filling it, the unpenalised fit's first K, GBDT-topK by gain and by split
+count, the next larger budget's answer shrunk to K, recursive elimination's set -- each refitted
+without penalty.  :func:`choose_budget` refits and scores them (validation score, or the k-fold
+mean with ``cv``), :func:`at_most` lets a smaller budget's answer serve a larger one, and
+:func:`score_test` scores everything on a test set after the choice, with each budget's regret.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .path_cv import one_standard_error, score
+from .path_results import BudgetResult
+
+
+def prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:
+    """The first features of ``order`` that use at most ``k`` bags (features, without bags)."""
+    out, bags = [], set()
+    for f in order:
+        b = int(bag_of[f])
+        if b not in bags and len(bags) == k:
+            break
+        bags.add(b)
+        out.append(f)
+    return np.asarray(out, dtype=np.int64)
+
+
+def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:
+    """Backward elimination: the ``k`` features of the larger budget's refitted model with the most
+    gain (then the rest of its selection, in order), as recursive feature elimination does."""
+    if larger is None or larger.n_features <= k:
+        return np.empty(0, dtype=np.int64)
+    gain = larger.model.feature_importance("gain")[larger.features]
+    order = larger.features[np.argsort(-gain, kind="stable")]
+    return prefix(order.tolist(), k, bag_of)
+
+
+def _key(r) -> float:
+    """What the choice compares: the cross-validated mean, else the validation score."""
+    return r.cv_mean if r.cv_mean is not None else r.val_score
+
+
+def at_most(results: list[BudgetResult]) -> list[BudgetResult]:
+    """Budgets in increasing order, each answered by its own or a smaller budget's model: the best
+    validated (ties: the smaller, so fewer features) or, cross-validated, the fewest features
+    within one standard error of the best mean (:func:`gbfs.path_cv.one_standard_error`)."""
+    out = []
+    for i, r in enumerate(results):
+        best = one_standard_error(results[:i + 1], _key, lambda o: o.cv_se or 0.0, lambda o: o.n_features)
+        if best is r:
+            out.append(r)
+            continue
+        what = "cross-validate within one standard error of" if r.cv_mean is not None else \
+            "validate at least as well as"
+        note = (f"{best.n_features} features (budget {best.budget}'s answer) {what} this budget's best "
+                f"with {r.n_features} ({_key(best):.6g} vs {_key(r):.6g})")
+        out.append(dataclasses.replace(best, budget=r.budget, note=note, regret=None))
+    return out
+
+
+def score_test(results, records, models, test_set, classifier: bool, exact: bool) -> None:
+    """Test scores of the chosen models and of every candidate, and each budget's regret: the best
+    candidate it could have answered with (its own budget's, or with at most K any budget's up to
+    it) in hindsight, minus its answer."""
+    X_test, y_test = test_set
+    for c, model in zip(records, models):
+        c["test_score"] = score(model, X_test, y_test, classifier)
+    for r in results:
+        r.test_score = score(r.model, X_test, y_test, classifier)
+        pool = [c["test_score"] for c in records
+                if (c["budget"] == r.budget if exact else c["budget"] <= r.budget)]
+        r.regret = max(pool) - r.test_score
+
+
+def candidates(k: int, base, search, larger: BudgetResult | None) -> list[tuple]:
+    """(mu, source, features) of budget ``k``: the bracket's probe, the unpenalised fit, GBDT-topK and
+    the larger budget's model shrunk to ``k`` features."""
+    fills = sorted((m for m, p in search.probes.items() if p["n_bags"] >= k), reverse=True)
+    picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
+                                     if search.probes else [])
+    out = [(m, "penalised", prefix(search.probes[m]["order"], k, search.bag_of)) for m in picks]
+    out.append((0.0, "unpenalised", prefix(base.order, k, search.bag_of)))
+    if search.prep.bags is None:  # GBDT-topK ranks features, not bags
+        out += [(None, f"topk-{kind}", base.top_k(k, kind)) for kind in ("gain", "split")]
+    if larger is not None:
+        out.append((larger.mu, "shrunk", _shrunk(larger, k, search.bag_of)))
+    if k in search.rfe:
+        out.append((0.0, "rfe", search.rfe[k]))
+    return [c for c in out if c[2].size]
+
+
+def choose_budget(k, base, prep, search, eval_set, classifier, records, models, larger) -> BudgetResult:
+    best, seen = None, {}
+    cands = candidates(k, base, search, larger)
+    size = max((search.n_bags(c[2]) for c in cands), default=0)
+    # the budget is hit exactly whenever some candidate can: smaller selections serve smaller budgets
+    for mu, source, feats in (c for c in cands if search.n_bags(c[2]) == size):
+        key = tuple(sorted(feats.tolist()))
+        if key in seen:  # the same set from another source: one refit, every source recorded
+            seen[key]["also"].append(source)
+            continue
+        cv = search.cross_validate(feats, mu, source) if search.folds is not None else {}
+        model, seconds = search.refit(feats, mu, source, cv.get("cv_trees") if eval_set is None else None)
+        val = score(model, *eval_set, classifier) if eval_set is not None else None
+        seen[key] = {"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
+                     "features": feats.tolist(), "val_score": val, "seconds": seconds, "also": [],
+                     "cv_mean": cv.get("cv_mean"), "cv_se": cv.get("cv_se")}
+        records.append(seen[key])
+        models.append(model)
+        r = BudgetResult(k, mu, source, feats, val, None, seconds, model, cv_mean=cv.get("cv_mean"),
+                         cv_se=cv.get("cv_se"))
+        if best is None or _key(r) > _key(best):
+            best = r
+    if best is None:
+        raise ValueError(f"budget {k}: no feature was ever selected (the unpenalised fit makes no split)")
+    if size < k:
+        unit = "bags" if prep.bags is not None else "features"
+        reach = max([search.n_bags(base.full_order)] + [p["n_bags"] for p in search.probes.values()])
+        best.note = f"{size} {unit}: the unpenalised fit and every probe use at most {reach} {unit}"
+    return best
