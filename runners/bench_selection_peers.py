@@ -43,7 +43,8 @@ def _path_vs_peers(table: pd.DataFrame) -> list[str]:
     if path.empty or peers.empty:
         return [f"(g) NOT EVALUATED: needs {DEFAULT_PATH} and at least one peer"]
     best = peers.loc[peers.groupby(["dataset", "K"])["test_auc"].idxmax()].set_index(["dataset", "K"])
-    cmp = path[["test_auc", "n_test"]].join(best[["test_auc", "family"]], rsuffix="_peer", how="inner")
+    best = best[["test_auc", "family"]].rename(columns={"test_auc": "test_auc_peer", "family": "peer"})
+    cmp = path[["test_auc", "n_test"]].join(best, how="inner")
     cmp = cmp[cmp["n_test"] >= TARGETS["min_test_rows"]]
     if cmp.empty:
         return [f"(g) NOT EVALUATED: no data set with >= {TARGETS['min_test_rows']} test rows"]
@@ -57,7 +58,7 @@ def _path_vs_peers(table: pd.DataFrame) -> list[str]:
              + ", ".join(f"{k}: {v:+.4f}" for k, v in per_k.items())
              + f" (>= -{TARGETS['mean_behind']}); worst {gap.min():+.4f} (>= -{TARGETS['max_behind']}); "
              f"ahead or level in {int((gap >= 0).sum())}/{len(gap)} (>= half): {_met(ok)}"]
-    lines += [f"    {d} K={k}: path {r.test_auc:.4f}, best peer {r.family} {r.test_auc_peer:.4f} ({g:+.4f})"
+    lines += [f"    {d} K={k}: path {r.test_auc:.4f}, best peer {r.peer} {r.test_auc_peer:.4f} ({g:+.4f})"
               for (d, k), r, g in zip(cmp.index, cmp.itertuples(), gap) if g < -TARGETS["max_behind"]]
     return lines
 
