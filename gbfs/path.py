@@ -51,7 +51,9 @@ from .methods import METHODS
 from .path_choice import at_most, choose_budget, score_test
 from .path_cv import Folds, cross_validate, make_folds
 from .path_results import SelectionPath
+from .path_units import Cost, Count
 from .penalty import FeatureUsage
+from .refit import importances, top_k
 
 #: ``rfe_step="auto"``: the share of the features each elimination step drops
 DEFAULT_RFE_STEP = 0.2
@@ -67,26 +69,23 @@ def _metric(estimator, prep) -> str:
 class _Search:
     """Probes of the path: selection fits at given ``mu`` sharing the prepared data."""
 
-    def __init__(self, template, prep, k_max: int, patience: int, bar, folds: Folds | None = None):
+    def __init__(self, template, prep, k_max: float, patience: int, bar, unit, folds: Folds | None = None):
         self.template, self.prep, self.k_max, self.patience, self.bar = template, prep, k_max, patience, bar
-        self.folds = folds
+        self.unit, self.folds = unit, folds
         self.probes: dict[float, dict] = {}
-        self.bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
         self.rfe: dict[int, np.ndarray] = {}  # budget -> the elimination's features
         self._refits: dict[tuple, tuple] = {}  # (features, mu, source, n_estimators) -> (model, seconds)
         self._cv: dict[tuple, dict] = {}  # (features, mu, source) -> cross_validate's record
 
-    def n_bags(self, order) -> int:
-        return len({int(self.bag_of[f]) for f in order})
-
     def probe(self, mu: float) -> dict:
         if mu in self.probes:
             return self.probes[mu]
-        est = clone(self.template).set_params(mu=mu, max_features=self.k_max, refit=True,
-                                              selection_patience=self.patience)
+        est = clone(self.template).set_params(mu=mu, refit=True, selection_patience=self.patience,
+                                              **self.unit.probe_params(self.k_max))
         t0 = time.perf_counter()
         result, usage = est._select(self.prep)
         self.probes[mu] = rec = {"mu": mu, "order": list(usage.order), "n_bags": usage.n_bags_used,
+                                 "size": self.unit.size(usage.order),
                                  "n_features": len(usage.order), "trees": len(result.trees),
                                  "seconds": time.perf_counter() - t0, "history": result.history}
         self.bar.set_postfix_str(f"probe mu={mu:.3g}: {rec['n_features']} features", refresh=False)
@@ -118,13 +117,14 @@ class _Search:
         if n_estimators is not None:
             model.set_params(n_estimators=n_estimators)
         k = int(features.size)
-        if source.startswith("topk"):
+        if source.startswith("topk") and self.template.feature_costs is None:
             model.set_params(method="topk", max_features=k, refit=True, selection_patience=None,
                              importance_type=source.split("-")[1])
-        else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model
+        else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model (and,
+            # with feature costs, GBDT-topK's refit, which method="topk" takes only under a max_cost)
             model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=self.patience,
-                             **({"method": "agbm"} if source in ("unpenalised", "rfe")
-                                and METHODS[self.template.method].group_tests else {}))
+                             **({"method": "agbm"} if not mu and METHODS[self.template.method].group_tests
+                                else {}))
         with warnings.catch_warnings():  # GT-GBM's settings are moot for the other methods
             warnings.simplefilter("ignore", UserWarning)
             model._fit_prepared(prep, selection=features)
@@ -132,16 +132,16 @@ class _Search:
         self.bar.update(1)
         return model
 
-    def bracket(self, k: int, mu_max: float) -> tuple[float | None, float]:
-        """(largest probed mu filling k bags, smallest probed mu above it that does not -- at worst
+    def bracket(self, k: float, mu_max: float) -> tuple[float | None, float]:
+        """(largest probed mu filling budget k, smallest probed mu above it that does not -- at worst
         ``mu_max``, where nothing is selected)."""
-        fills = [m for m, p in self.probes.items() if p["n_bags"] >= k]
+        fills = [m for m, p in self.probes.items() if self.unit.fills(p["order"], k)]
         lo = max(fills) if fills else None
         above = [m for m in self.probes if lo is None or m > lo]
         return lo, min(above + [mu_max])
 
 
-def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv):
+def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv, budget_unit):
     from .estimators import _GBFSBase
 
     if not isinstance(estimator, _GBFSBase):
@@ -151,11 +151,21 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv):
         raise ValueError(f"estimator.method must be 'gbfs', 'agbm' or 'gtgbm' for a selection path, got "
                          f"{estimator.method!r} (GBDT-topK is one of the path's candidates already)")
     if getattr(estimator, "max_cost", None) is not None:
-        raise ValueError(f"estimator.max_cost={estimator.max_cost!r}: the path's budgets count features "
-                         "(bags); give the estimator max_cost=None")
-    if isinstance(budgets, (int, np.integer)) or not hasattr(budgets, "__iter__"):
-        raise TypeError(f"budgets must be a sequence of ints, got {budgets!r}")
-    budgets = sorted({V.check_int("budgets[]", b, 1) for b in budgets})
+        raise ValueError(f"estimator.max_cost={estimator.max_cost!r}: the path sets each probe's budget; "
+                         "give the estimator max_cost=None (budget_unit='cost' for budgets in cost units)")
+    if budget_unit not in ("features", "cost"):
+        raise ValueError(f"budget_unit must be 'features' or 'cost', got {budget_unit!r}")
+    cost = budget_unit == "cost"
+    if cost and estimator.feature_costs is None:
+        raise ValueError("budget_unit='cost' needs the estimator's feature_costs")
+    if cost and estimator.feature_bags is not None:
+        raise ValueError("budget_unit='cost' does not apply with feature_bags (a bag's features share "
+                         "one cost); give costs per feature")
+    if isinstance(budgets, (int, float, np.number)) or not hasattr(budgets, "__iter__"):
+        raise TypeError(f"budgets must be a sequence of {'numbers' if cost else 'ints'}, got {budgets!r}")
+    check = (lambda b: V.check_real("budgets[]", b, 0.0, low_open=True)) if cost else \
+        (lambda b: V.check_int("budgets[]", b, 1))
+    budgets = sorted({check(b) for b in budgets})
     if not budgets:
         raise ValueError("budgets must hold at least one budget")
     V.check_int("cv", cv, 2, allow_none=True)
@@ -170,7 +180,7 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv):
 def selection_path(estimator, X, y, *, eval_set=None, budgets=(5, 10, 20, 50), test_set=None,
                    patience: int = 5, n_probes: int = 8, refine: int = 1, ratio: float = 4.0,
                    rfe_step: float | str | None = "auto", exact: bool = False, cv: int | None = None,
-                   verbose: bool = False) -> SelectionPath:
+                   budget_unit: str = "features", verbose: bool = False) -> SelectionPath:
     """Find, for each feature budget, the best validated model using at most that many features.
 
     Parameters
@@ -187,8 +197,9 @@ def selection_path(estimator, X, y, *, eval_set=None, budgets=(5, 10, 20, 50), t
         with ``cv``: the choice is then cross-validated, the fits on all training rows run the
         template's ``n_estimators`` (the probes and the ranking fit) or the mean number of trees
         the candidate's folds kept (the candidates).
-    budgets : sequence of int, default=(5, 10, 20, 50)
-        Numbers of features (bags, with ``feature_bags``).
+    budgets : sequence of int (or float), default=(5, 10, 20, 50)
+        Numbers of features (bags, with ``feature_bags``), or totals of ``feature_costs`` with
+        ``budget_unit="cost"``.
     test_set : tuple (X_test, y_test), optional
         Scored after the choice, never used for it: each budget's model (``test_score``), every
         candidate (``candidates[i]["test_score"]``) and each budget's ``regret``, the best test
@@ -219,6 +230,12 @@ def selection_path(estimator, X, y, *, eval_set=None, budgets=(5, 10, 20, 50), t
         (``cv_mean``, ``cv_se``), and among the candidates a budget may answer with, the one
         with the fewest features within one standard error of the best mean is chosen (ties:
         the higher mean) and refitted on all training rows.  Costs ``cv`` fits per candidate.
+    budget_unit : {"features", "cost"}, default="features"
+        What the budgets count.  ``"cost"``: the estimator's ``feature_costs`` of the features
+        used (the papers' price per feature, where ranking by gain alone is the wrong tool): each
+        probe stops when no further feature fits in the largest budget (``max_cost``), the
+        rankings take their features while they fit, and greedy gain per cost joins the
+        candidates.  Answers are at most the budget (``exact`` must be False; no elimination).
     verbose : bool, default=False
         A progress bar (tqdm, stderr) over the path's fits: the unpenalised fit, the probes, the
         elimination's fits and the candidates' refits, each named as it ends.
@@ -227,19 +244,24 @@ def selection_path(estimator, X, y, *, eval_set=None, budgets=(5, 10, 20, 50), t
     -------
     SelectionPath
     """
-    budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine, cv)
+    budgets = _check(estimator, budgets, eval_set, patience, n_probes, refine, cv, budget_unit)
     V.check_real("ratio", ratio, low=1.0, low_open=True)
     if isinstance(rfe_step, str):
         if rfe_step != "auto":
             raise ValueError(f"rfe_step must be a float in (0, 1), 'auto' or None, got {rfe_step!r}")
-        rfe_step = None if estimator.feature_bags is not None else DEFAULT_RFE_STEP
+        rfe_step = None if estimator.feature_bags is not None or budget_unit == "cost" else DEFAULT_RFE_STEP
     V.check_real("rfe_step", rfe_step, 0.0, 1.0, low_open=True, high_open=True, allow_none=True)
     if rfe_step is not None and estimator.feature_bags is not None:
         raise ValueError("rfe_step does not apply with feature_bags (elimination drops features, the "
                          "budgets count bags)")
+    if rfe_step is not None and budget_unit == "cost":
+        raise ValueError("rfe_step does not apply with budget_unit='cost' (elimination counts features)")
     V.check_bool("exact", exact)
+    if exact and budget_unit == "cost":
+        raise ValueError("exact=True does not apply with budget_unit='cost': costs rarely add up to a "
+                         "budget, so every answer is at most the budget")
     V.check_bool("verbose", verbose)
-    settings = _Settings(patience, n_probes, refine, ratio, rfe_step, exact, cv)
+    settings = _Settings(patience, n_probes, refine, ratio, rfe_step, exact, cv, budget_unit)
     with tqdm(desc="selection path", unit="fit", disable=not verbose) as bar:
         return _path(estimator, X, y, eval_set, budgets, test_set, settings, bar)
 
@@ -253,6 +275,7 @@ class _Settings:
     rfe_step: float | None
     exact: bool
     cv: int | None
+    budget_unit: str
 
 
 def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar) -> SelectionPath:
@@ -270,14 +293,17 @@ def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar
     classifier = is_classifier(estimator)
     folds = None if settings.cv is None else make_folds(
         prep, X, y, settings.cv, classifier, estimator.early_stopping_rounds if stops else None)
-    search = _Search(clone(estimator).set_params(**stops), prep, budgets[-1], patience, bar, folds)
+    unit = (Cost(prep.costs) if settings.budget_unit == "cost" else
+            Count(FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of, prep.bags is not None))
+    search = _Search(clone(estimator).set_params(**stops), prep, budgets[-1], patience, bar, unit, folds)
     # the data may support fewer features than the largest budget: the descent also ends when two
     # more steps of smaller mu have not added a feature
-    k_fill = min(budgets[-1], search.n_bags(base.full_order))
+    k_fill = min(budgets[-1], unit.size(base.full_order))
     mu, counts = mu_max / ratio, []
     while mu_max > 0 and len(search.probes) < n_probes:  # geometric descent until the largest budget fills
-        counts.append(search.probe(mu)["n_bags"])
-        if counts[-1] >= k_fill or (len(counts) > 2 and counts[-1] <= max(counts[:-2])):
+        rec = search.probe(mu)
+        counts.append(rec["size"])
+        if unit.fills(rec["order"], k_fill) or (len(counts) > 2 and counts[-1] <= max(counts[:-2])):
             break
         mu /= ratio
     for _ in range(refine):
@@ -325,9 +351,15 @@ class _Unpenalised:
         self.order = usage.order[:n_used]
 
     def top_k(self, k: int, importance_type: str) -> np.ndarray:
-        from .refit import top_k
-
         return top_k(self.trees, self.n_features, k, importance_type)
+
+    def ranking(self, importance_type: str, costs: np.ndarray | None = None) -> np.ndarray:
+        """The used features by importance (GBDT-topK's order; ties: the lower index), or by
+        importance per unit of cost (greedy gain per cost)."""
+        imp = importances(self.trees, self.n_features, importance_type)
+        used = np.flatnonzero(imp > 0)
+        value = imp[used] if costs is None else imp[used] / costs[used]
+        return used[np.argsort(-value, kind="stable")].astype(np.int64)
 
 
 def _mu_max(first: list, rec: dict, method) -> float:

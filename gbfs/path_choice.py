@@ -16,28 +16,16 @@ import numpy as np
 
 from .path_cv import one_standard_error, score
 from .path_results import BudgetResult
+from .path_units import Cost
 
 
-def prefix(order: list[int], k: int, bag_of: np.ndarray) -> np.ndarray:
-    """The first features of ``order`` that use at most ``k`` bags (features, without bags)."""
-    out, bags = [], set()
-    for f in order:
-        b = int(bag_of[f])
-        if b not in bags and len(bags) == k:
-            break
-        bags.add(b)
-        out.append(f)
-    return np.asarray(out, dtype=np.int64)
-
-
-def _shrunk(larger: BudgetResult | None, k: int, bag_of: np.ndarray) -> np.ndarray:
-    """Backward elimination: the ``k`` features of the larger budget's refitted model with the most
-    gain (then the rest of its selection, in order), as recursive feature elimination does."""
-    if larger is None or larger.n_features <= k:
+def _shrunk(larger: BudgetResult | None, k: float, unit) -> np.ndarray:
+    """Backward elimination: the features of the larger budget's refitted model with the most gain
+    that fit in budget ``k``, as recursive feature elimination does."""
+    if larger is None or unit.size(larger.features) <= k:
         return np.empty(0, dtype=np.int64)
     gain = larger.model.feature_importance("gain")[larger.features]
-    order = larger.features[np.argsort(-gain, kind="stable")]
-    return prefix(order.tolist(), k, bag_of)
+    return unit.prefix(larger.features[np.argsort(-gain, kind="stable")], k)
 
 
 def _key(r) -> float:
@@ -51,13 +39,13 @@ def at_most(results: list[BudgetResult]) -> list[BudgetResult]:
     within one standard error of the best mean (:func:`gbfs.path_cv.one_standard_error`)."""
     out = []
     for i, r in enumerate(results):
-        best = one_standard_error(results[:i + 1], _key, lambda o: o.cv_se or 0.0, lambda o: o.n_features)
+        best = one_standard_error(results[:i + 1], _key, lambda o: o.cv_se or 0.0, lambda o: o.size)
         if best is r:
             out.append(r)
             continue
         what = "cross-validate within one standard error of" if r.cv_mean is not None else \
             "validate at least as well as"
-        note = (f"{best.n_features} features (budget {best.budget}'s answer) {what} this budget's best "
+        note = (f"{best.n_features} features (budget {best.budget:g}'s answer) {what} this budget's best "
                 f"with {r.n_features} ({_key(best):.6g} vs {_key(r):.6g})")
         out.append(dataclasses.replace(best, budget=r.budget, note=note, regret=None))
     return out
@@ -77,18 +65,22 @@ def score_test(results, records, models, test_set, classifier: bool, exact: bool
         r.regret = max(pool) - r.test_score
 
 
-def candidates(k: int, base, search, larger: BudgetResult | None) -> list[tuple]:
-    """(mu, source, features) of budget ``k``: the bracket's probe, the unpenalised fit, GBDT-topK and
-    the larger budget's model shrunk to ``k`` features."""
-    fills = sorted((m for m, p in search.probes.items() if p["n_bags"] >= k), reverse=True)
-    picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["n_bags"])]
+def candidates(k: float, base, search, larger: BudgetResult | None) -> list[tuple]:
+    """(mu, source, features) of budget ``k``: the bracket's probe, the unpenalised fit, GBDT-topK
+    (in cost units: its ranking within the budget, and greedy gain per cost), the larger budget's
+    model shrunk to the budget, and recursive elimination's set."""
+    unit = search.unit
+    fills = sorted((m for m, p in search.probes.items() if unit.fills(p["order"], k)), reverse=True)
+    picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["size"])]
                                      if search.probes else [])
-    out = [(m, "penalised", prefix(search.probes[m]["order"], k, search.bag_of)) for m in picks]
-    out.append((0.0, "unpenalised", prefix(base.order, k, search.bag_of)))
+    out = [(m, "penalised", unit.prefix(search.probes[m]["order"], k)) for m in picks]
+    out.append((0.0, "unpenalised", unit.prefix(base.order, k)))
     if search.prep.bags is None:  # GBDT-topK ranks features, not bags
-        out += [(None, f"topk-{kind}", base.top_k(k, kind)) for kind in ("gain", "split")]
+        out += [(None, f"topk-{kind}", unit.prefix(base.ranking(kind), k)) for kind in ("gain", "split")]
+    if isinstance(unit, Cost):
+        out.append((None, "gain-per-cost", unit.prefix(base.ranking("gain", unit.costs), k)))
     if larger is not None:
-        out.append((larger.mu, "shrunk", _shrunk(larger, k, search.bag_of)))
+        out.append((larger.mu, "shrunk", _shrunk(larger, k, unit)))
     if k in search.rfe:
         out.append((0.0, "rfe", search.rfe[k]))
     return [c for c in out if c[2].size]
@@ -97,9 +89,11 @@ def candidates(k: int, base, search, larger: BudgetResult | None) -> list[tuple]
 def choose_budget(k, base, prep, search, eval_set, classifier, records, models, larger) -> BudgetResult:
     best, seen = None, {}
     cands = candidates(k, base, search, larger)
-    size = max((search.n_bags(c[2]) for c in cands), default=0)
-    # the budget is hit exactly whenever some candidate can: smaller selections serve smaller budgets
-    for mu, source, feats in (c for c in cands if search.n_bags(c[2]) == size):
+    unit = search.unit
+    size = max((unit.size(c[2]) for c in cands), default=0)
+    # counting features, the budget is hit exactly whenever some candidate can: smaller selections
+    # serve smaller budgets; in cost units every candidate within the budget competes
+    for mu, source, feats in (c for c in cands if not unit.exact or unit.size(c[2]) == size):
         key = tuple(sorted(feats.tolist()))
         if key in seen:  # the same set from another source: one refit, every source recorded
             seen[key]["also"].append(source)
@@ -108,18 +102,19 @@ def choose_budget(k, base, prep, search, eval_set, classifier, records, models, 
         model, seconds = search.refit(feats, mu, source, cv.get("cv_trees") if eval_set is None else None)
         val = score(model, *eval_set, classifier) if eval_set is not None else None
         seen[key] = {"budget": k, "mu": mu, "source": source, "n_features": int(feats.size),
+                     "size": unit.size(feats),
                      "features": feats.tolist(), "val_score": val, "seconds": seconds, "also": [],
                      "cv_mean": cv.get("cv_mean"), "cv_se": cv.get("cv_se")}
         records.append(seen[key])
         models.append(model)
         r = BudgetResult(k, mu, source, feats, val, None, seconds, model, cv_mean=cv.get("cv_mean"),
-                         cv_se=cv.get("cv_se"))
+                         cv_se=cv.get("cv_se"), size=unit.size(feats))
         if best is None or _key(r) > _key(best):
             best = r
     if best is None:
         raise ValueError(f"budget {k}: no feature was ever selected (the unpenalised fit makes no split)")
-    if size < k:
-        unit = "bags" if prep.bags is not None else "features"
-        reach = max([search.n_bags(base.full_order)] + [p["n_bags"] for p in search.probes.values()])
-        best.note = f"{size} {unit}: the unpenalised fit and every probe use at most {reach} {unit}"
+    if unit.exact and size < k:
+        reach = max([unit.size(base.full_order)] + [p["size"] for p in search.probes.values()])
+        best.note = (f"{size:g} {unit.name}: the unpenalised fit and every probe use at most {reach:g} "
+                     f"{unit.name}")
     return best

@@ -40,9 +40,12 @@ class BudgetResult:
     regret : float or None
         With ``test_set``: the best test score among the candidates this budget could have
         answered with, minus this answer's.
+    size : float
+        The answer in the budgets' unit: features (bags), or total cost with
+        ``budget_unit="cost"``.
     """
 
-    budget: int
+    budget: float  # an int, unless the budgets are in cost units
     mu: float | None
     source: str
     features: np.ndarray
@@ -54,6 +57,7 @@ class BudgetResult:
     cv_mean: float | None = None
     cv_se: float | None = None
     regret: float | None = None
+    size: float | None = None
 
     @property
     def n_features(self) -> int:
@@ -86,7 +90,7 @@ class SelectionPath:
         return pd.DataFrame([{"budget": r.budget, "n_features": r.n_features, "mu": r.mu, "source": r.source,
                               "val_score": r.val_score, "test_score": r.test_score, "seconds": r.seconds,
                               "features": r.features.tolist(), "note": r.note, "cv_mean": r.cv_mean,
-                              "cv_se": r.cv_se, "regret": r.regret} for r in self.results])
+                              "cv_se": r.cv_se, "regret": r.regret, "size": r.size} for r in self.results])
 
     def plot(self, ax=None):
         """Validation score (and test score, if computed) against the number of features, with every
