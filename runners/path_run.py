@@ -101,5 +101,8 @@ def _log_budget(cfg: DictConfig, ds: Dataset, result: BudgetResult, tags: dict[s
         tracking.log_config(cfg, run_id, extra={"budget": result.budget, "mu": result.mu,
                                                 "source": result.source})
         experiment.log_outcome(outcome, ds, run_id, cfg=cfg)
-        metrics = {**outcome.metrics, **stability.log_stability(cfg, ds, result.model, run_id)}
+        choice = {k: v for k, v in (("cv_mean", result.cv_mean), ("cv_se", result.cv_se)) if v is not None}
+        if choice:  # the cross-validated choice's record of this answer
+            tracking.log_metrics(run_id, choice)
+        metrics = {**outcome.metrics, **choice, **stability.log_stability(cfg, ds, result.model, run_id)}
     return {"budget": result.budget, **metrics}

@@ -108,3 +108,13 @@ def test_an_interrupt_in_a_budget_run_ends_it_and_the_path_killed(tmp_path, monk
     assert sorted((r.data.tags["role"], r.info.status) for r in runs) == [("budget", "KILLED"),
                                                                          ("path", "KILLED")]
     assert mlflow.active_run() is None
+
+
+def test_a_cross_validated_path_logs_each_answers_fold_mean_and_error(tmp_path):
+    run_module.run(compose_cfg(tmp_path, [*PATH, "method.path.cv=3", "method.path.rfe_step=null"]))
+    _, runs = _runs(tmp_path)
+    budgets = [r for r in runs if r.data.tags.get("role") == "budget"]
+    assert len(budgets) == 2 and all(r.info.status == "FINISHED" for r in runs)
+    for r in budgets:
+        m = r.data.metrics
+        assert 0.5 < m["cv_mean"] <= 1.0 and m["cv_se"] >= 0.0
