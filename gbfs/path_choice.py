@@ -28,6 +28,25 @@ def _shrunk(larger: BudgetResult | None, k: float, unit) -> np.ndarray:
     return unit.prefix(larger.features[np.argsort(-gain, kind="stable")], k)
 
 
+def _reselected(k: float, search) -> list[tuple]:
+    """Re-selection among a penalised selection twice the budget: the most selective probe that fills
+    ``2k`` (or the largest probe), its first ``2k`` features refitted, and the ``k`` of most gain in
+    that refit.  The penalty picks features greedily, one first use at a time; ranking a larger
+    penalised set by what its own refit makes of them corrects the early greedy picks (on the
+    selection benchmark's data it beat both the penalised selection of ``k`` and GBDT-topK)."""
+    unit = search.unit
+    fills = [m for m, p in search.probes.items() if unit.fills(p["order"], 2 * k)]
+    mu = max(fills) if fills else max(search.probes, key=lambda m: search.probes[m]["size"], default=None)
+    if mu is None:
+        return []
+    wide = unit.prefix(search.probes[mu]["order"], 2 * k)
+    if unit.size(wide) <= k:
+        return []
+    model, _ = search.refit(wide, mu, "penalised")
+    gain = model.feature_importance("gain")[wide]
+    return [(mu, "reselect", unit.prefix(wide[np.argsort(-gain, kind="stable")], k))]
+
+
 def _key(r) -> float:
     """What the choice compares: the cross-validated mean, else the validation score."""
     return r.cv_mean if r.cv_mean is not None else r.val_score
@@ -66,14 +85,15 @@ def score_test(results, records, models, test_set, classifier: bool, exact: bool
 
 
 def candidates(k: float, base, search, larger: BudgetResult | None) -> list[tuple]:
-    """(mu, source, features) of budget ``k``: the bracket's probe, the unpenalised fit, GBDT-topK
-    (in cost units: its ranking within the budget, and greedy gain per cost), the larger budget's
-    model shrunk to the budget, and recursive elimination's set."""
+    """(mu, source, features) of budget ``k``: the bracket's probe and its re-selection, the
+    unpenalised fit, GBDT-topK (in cost units: its ranking within the budget, and greedy gain per
+    cost), the larger budget's model shrunk to the budget, and recursive elimination's set."""
     unit = search.unit
     fills = sorted((m for m, p in search.probes.items() if unit.fills(p["order"], k)), reverse=True)
     picks = fills[:1] if fills else ([max(search.probes, key=lambda m: search.probes[m]["size"])]
                                      if search.probes else [])
     out = [(m, "penalised", unit.prefix(search.probes[m]["order"], k)) for m in picks]
+    out += _reselected(k, search)
     out.append((0.0, "unpenalised", unit.prefix(base.order, k)))
     if search.prep.bags is None:  # GBDT-topK ranks features, not bags
         out += [(None, f"topk-{kind}", unit.prefix(base.ranking(kind), k)) for kind in ("gain", "split")]

@@ -65,7 +65,7 @@ def test_chosen_model_is_reproducible_alone(path, data):
         cols = r.features
         plain = GBFSClassifier(method="gbfs", mu=0.0, **KW).fit(Xt[:, cols], yt, eval_set=(Xv[:, cols], yv))
         np.testing.assert_array_equal(plain.decision_function(Xv[:, cols]), r.model.decision_function(Xv))
-        if r.source == "shrunk":
+        if r.source in ("shrunk", "rfe", "reselect"):  # rankings of other models: their own tests
             continue
         est = GBFSClassifier(method="agbm", **KW)
         if r.source.startswith("topk"):
@@ -83,6 +83,24 @@ def test_shrunk_candidate_is_the_larger_models_top_gain(path):
     top = big.features[np.argsort(-gain, kind="stable")][:4]
     # refitted as a budget-4 candidate (under its own source, or another that found the same set)
     assert sorted(top.tolist()) in [sorted(c["features"]) for c in path.candidates if c["budget"] == 4]
+
+
+def test_reselect_candidate_is_the_top_gain_of_a_penalised_selection_twice_the_budget(path, data):
+    """Budget K's re-selection: the most selective probe filling 2K, its first 2K features refitted
+    (the fit with max_features=2K at that mu), then the K of most gain in that refit."""
+    Xt, yt, Xv, yv = data[:4]
+    found = [c for c in path.candidates if "reselect" in [c["source"], *c["also"]]]
+    assert {c["budget"] for c in found} == {2, 4}  # budget 8's 16 features: no probe fills them
+    for k in (2, 4):
+        fills = [p["mu"] for p in path.probes if p["n_features"] >= 2 * k]
+        mu = max(fills)
+        wide = GBFSClassifier(method="agbm", mu=mu, max_features=2 * k, refit=True, selection_patience=5,
+                              **KW).fit(Xt, yt, eval_set=(Xv, yv))
+        sel = wide.selected_features_
+        assert sel.tolist() == [p for p in path.probes if p["mu"] == mu][0]["order"][:2 * k]
+        top = sel[np.argsort(-wide.feature_importance("gain")[sel], kind="stable")][:k]
+        (c,) = [c for c in found if c["budget"] == k]
+        assert c["features"] == top.tolist()
 
 
 def test_path_never_looks_at_test(data, path):
