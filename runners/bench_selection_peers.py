@@ -9,8 +9,9 @@ family's validation-chosen answer per data set, seed and K, test AUC averaged ov
     every LightGBM-based and classical selector that ran (top K by gain / split / SHAP with a
     refit, recursive elimination, CEGB, mRMR, L1-logistic); the best peer of a cell is picked on
     test, in the peers' favour.
-(h) the papers' penalised selection alone (each budget's penalised candidate of the default path,
-    refitted: no ranking candidate) >= LightGBM top K by gain on average at every K.
+(h) the papers' penalised selection alone (each budget's best validated penalised candidate of the
+    default path -- a probe's selection or its re-selection, refitted; no ranking candidate) >=
+    LightGBM top K by gain on average at every K.
 (i) the path's choice regret (test AUC of the best candidate it could have answered with, in
     hindsight, minus its answer's) <= 0.002 on average, per path family.
 (j) the path for every budget <= 2x the time of LightGBM top K for every budget, counted as users
