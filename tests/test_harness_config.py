@@ -103,7 +103,8 @@ def test_path_methods_are_their_method_as_a_path(tmp_path, method, template):
     from gbfs import selection_path
 
     defaults = inspect.signature(selection_path).parameters
-    assert dict(path.method.path) == {k: defaults[k].default for k in ("patience", "n_probes", "refine")}
+    keys = ("patience", "n_probes", "refine", "rfe_step", "exact", "cv")
+    assert dict(path.method.path) == {k: defaults[k].default for k in keys}
     assert not path.method.counts_for_topk and budget.budget_of(path.method) is None
     assert "gbfs_path" in run.KINDS       # runners.run fits it as a path, not as one model
 
