@@ -47,10 +47,12 @@ def test_the_benchmark_keeps_every_budget_and_prints_its_verdict(tmp_path, capsy
                        "--mus", "0", "0.003", "--out", str(out)]) == 0
     got = json.loads(out.read_text())
     rows = got["rows"]
-    assert {r["method"] for r in rows} == {"gbfs:agbm-cost", "gbfs:agbm-cost-blind", "lgbm:gain-capped",
-                                           "lgbm:gain-per-cost"}
-    assert len(rows) == 8 and all(0 < r["cost"] <= r["budget"] for r in rows)
+    assert {r["method"] for r in rows} == {"gbfs:agbm-cost", "gbfs:agbm-cost-blind", "gbfs:path-cost",
+                                           "lgbm:gain-capped", "lgbm:gain-per-cost"}
+    assert len(rows) == 10 and all(0 < r["cost"] <= r["budget"] for r in rows)
+    assert all(r["source"] for r in rows if r["method"] == "gbfs:path-cost")  # which candidate answered
     assert all(r["mu"] == 0.003 for r in rows if r["method"] == "gbfs:agbm-cost")
     assert got["verdict"]["budgets_kept"]
     printed = capsys.readouterr().out
     assert "minus the best cost-blind peer" in printed and ("NOT MET" in printed or "MET" in printed)
+    assert "the selection path in cost units (gbfs:path-cost) minus the best cost-blind peer" in printed
