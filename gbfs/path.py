@@ -17,7 +17,8 @@ How it searches (everything shares one binning of the data and one GT-GBM precom
    it and the smallest that does not -- is bisected in ``log mu`` (``refine`` times), because the
    most selective ``mu`` that fills a budget is the one that adds a feature only when it pays.
 3. **Candidates** of budget K: the first K features of the most selective probe that fills it (the
-   bracket's lower end), of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain and
+   bracket's lower end) and their re-selection (the K of most gain in a refit of the probe's first
+   2K), the first K of the unpenalised fit, GBDT-topK (the unpenalised fit's top K by gain and
    by split count), going down from the largest budget, the next larger budget's chosen model
    shrunk to its K features of most gain, and the K features recursive elimination keeps
    (``rfe_step``, :mod:`gbfs.elimination`) -- each refitted without penalty on its features
