@@ -50,7 +50,7 @@ from . import validation as V
 from .elimination import eliminate
 from .methods import METHODS
 from .path_choice import at_most, choose_budget, score_test
-from .path_cv import Folds, cross_validate, make_folds
+from .path_cv import Folds, check_folds, cross_validate, make_folds
 from .path_results import SelectionPath
 from .path_units import Cost, Count
 from .penalty import FeatureUsage
@@ -169,6 +169,12 @@ def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv, budget_
     budgets = sorted({check(b) for b in budgets})
     if not budgets:
         raise ValueError("budgets must hold at least one budget")
+    if cost:  # what a budget must at least afford, as max_cost refuses (the costs' own checks come later)
+        costs = np.asarray(estimator.feature_costs, dtype=np.float64).ravel()
+        cheapest = float(np.min(costs)) if costs.size and np.all(np.isfinite(costs)) else None
+        if cheapest is not None and budgets[0] < cheapest:
+            raise ValueError(f"budgets[]={budgets[0]:g} is below the cheapest feature's cost ({cheapest:g}): "
+                             "no feature fits in it")
     V.check_int("cv", cv, 2, allow_none=True)
     if eval_set is None and cv is None:
         raise ValueError("eval_set is required without cv: the path chooses each budget's model on it")
@@ -262,6 +268,8 @@ def selection_path(estimator, X, y, *, eval_set=None, budgets=(5, 10, 20, 50), t
         raise ValueError("exact=True does not apply with budget_unit='cost': costs rarely add up to a "
                          "budget, so every answer is at most the budget")
     V.check_bool("verbose", verbose)
+    if cv is not None:
+        check_folds(cv, y, is_classifier(estimator))
     settings = _Settings(patience, n_probes, refine, ratio, rfe_step, exact, cv, budget_unit)
     with tqdm(desc="selection path", unit="fit", disable=not verbose) as bar:
         return _path(estimator, X, y, eval_set, budgets, test_set, settings, bar)

@@ -56,6 +56,19 @@ class Folds:
         return len(self.preps)
 
 
+def check_folds(cv: int, y, classifier: bool) -> None:
+    """Refuse a ``cv`` the training rows cannot fill, before any fit: every fold needs a row (of
+    every class, for a classifier's stratified folds)."""
+    y = np.asarray(y)
+    if classifier:
+        labels, counts = np.unique(y, return_counts=True)
+        if counts.min() < cv:
+            raise ValueError(f"cv={cv} folds need at least {cv} rows of every class; class "
+                             f"{labels[np.argmin(counts)].item()!r} has {int(counts.min())}")
+    elif y.shape[0] < cv:
+        raise ValueError(f"cv={cv} folds need at least {cv} training rows; y has {y.shape[0]}")
+
+
 def make_folds(prep, X, y, k: int, classifier: bool, early_stopping_rounds: int | None = None) -> Folds:
     """``k`` folds of ``prep``'s rows, stratified by class for a classifier, shuffled with the fit's
     seed (the same folds for the same ``random_state``).  A fold's eval set is its held-out rows,

@@ -60,6 +60,7 @@ def test_no_answer_and_no_candidate_exceeds_its_cost_budget(data, seed):
     ({"budget_unit": "cost", "exact": True}, "exact=True does not apply with budget_unit='cost'"),
     ({"budget_unit": "cost", "rfe_step": 0.2}, "rfe_step does not apply with budget_unit='cost'"),
     ({"budget_unit": "cost", "budgets": (5.0, -1.0)}, "budgets\\[\\] must be > 0"),
+    ({"budget_unit": "cost", "budgets": (0.5, 5.0)}, "=0.5 is below the cheapest feature's cost"),
 ])
 def test_bad_cost_settings_are_refused_naming_them(data, kw, match):
     X, y, Xv, yv = data[:4]

@@ -122,6 +122,15 @@ def test_bad_cv_is_refused_naming_it(data, bad, match):
         selection_path(_template(), X, y, eval_set=(Xv, yv), budgets=BUDGETS, cv=bad)
 
 
+def test_more_folds_than_the_rows_allow_are_refused_before_any_fit(data):
+    X, y = data[0], data[1]
+    with pytest.raises(ValueError, match="cv=300 folds need at least 300 rows of every class; class 0 has"):
+        selection_path(_template(), X, y, budgets=BUDGETS, cv=300)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="cv=20 folds need at least 20 training rows; y has 12"):
+        selection_path(GBFSRegressor(method="agbm"), rng.random((12, 3)), rng.random(12), budgets=(1,), cv=20)
+
+
 @pytest.mark.parametrize("exact", [False, True])
 def test_regret_is_the_best_candidate_in_hindsight_minus_the_answer(data, exact):
     X, y, Xv, yv, Xs, ys = data
