@@ -322,7 +322,7 @@ def _path(estimator, X, y, eval_set, budgets, test_set, settings: _Settings, bar
                 search.probe(math.sqrt(lo * hi))
     if settings.rfe_step is not None:
         search.rfe = eliminate(lambda f: search.refit(f)[0].feature_importance("gain")[f],
-                               base.top_k(base.n_features, "gain"), budgets, settings.rfe_step)
+                               base.ranking("gain"), budgets, settings.rfe_step)
     results, candidates, models = [], [], []
     larger = None
     for k in reversed(budgets):  # from the largest budget down: each may shrink the one above
@@ -359,16 +359,14 @@ class _Unpenalised:
         self.full_order = list(usage.order)
         self.order = usage.order[:n_used]
 
-    def top_k(self, k: int, importance_type: str) -> np.ndarray:
-        return top_k(self.trees, self.n_features, k, importance_type)
-
     def ranking(self, importance_type: str, costs: np.ndarray | None = None) -> np.ndarray:
         """The used features by importance (GBDT-topK's order; ties: the lower index), or by
         importance per unit of cost (greedy gain per cost)."""
+        if costs is None:
+            return top_k(self.trees, self.n_features, None, importance_type)
         imp = importances(self.trees, self.n_features, importance_type)
         used = np.flatnonzero(imp > 0)
-        value = imp[used] if costs is None else imp[used] / costs[used]
-        return used[np.argsort(-value, kind="stable")].astype(np.int64)
+        return used[np.argsort(-imp[used] / costs[used], kind="stable")].astype(np.int64)
 
 
 def _mu_max(first: list, rec: dict, method) -> float:

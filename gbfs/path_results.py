@@ -93,16 +93,19 @@ class SelectionPath:
                               "cv_se": r.cv_se, "regret": r.regret, "size": r.size} for r in self.results])
 
     def plot(self, ax=None):
-        """Validation score (and test score, if computed) against the number of features, with every
-        candidate of every budget as a faint point; returns the matplotlib Axes."""
+        """The score the choice compared (validation, or the cross-validated mean with ``cv``) and the
+        test score, if computed, against the number of features, with every candidate of every
+        budget as a faint point; returns the matplotlib Axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 4))
-        ax.scatter([c["n_features"] for c in self.candidates], [c["val_score"] for c in self.candidates],
-                   s=12, alpha=0.35, color="grey", label="candidates (validation)")
+        cv = any(r.cv_mean is not None for r in self.results)
+        what, key = ("cross-validated", "cv_mean") if cv else ("validation", "val_score")
+        ax.scatter([c["n_features"] for c in self.candidates], [c[key] for c in self.candidates],
+                   s=12, alpha=0.35, color="grey", label=f"candidates ({what})")
         ks = [r.n_features for r in self.results]
-        ax.plot(ks, [r.val_score for r in self.results], "o-", label="chosen (validation)")
+        ax.plot(ks, [getattr(r, key) for r in self.results], "o-", label=f"chosen ({what})")
         if all(r.test_score is not None for r in self.results):
             ax.plot(ks, [r.test_score for r in self.results], "s--", label="chosen (test)")
         ax.set_xscale("log")

@@ -150,3 +150,14 @@ def test_a_regressor_cross_validates_by_rmse():
                                         random_state=0), X, y, budgets=(2, 4), cv=3)
     assert all(r.cv_mean < 0 for r in path.results)  # minus the RMSE
     assert set(path[2].features.tolist()) == {0, 1}
+
+
+def test_the_plot_of_a_cross_validated_path_shows_what_the_choice_compared(data):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    X, y = data[0], data[1]
+    path = selection_path(_template(), X, y, budgets=BUDGETS, cv=3)
+    ax = path.plot()
+    chosen = [line for line in ax.get_lines() if line.get_label() == "chosen (cross-validated)"]
+    assert len(chosen) == 1 and list(chosen[0].get_ydata()) == [r.cv_mean for r in path.results]
