@@ -5,13 +5,13 @@ from ._threading import configure_waiting
 
 configure_waiting()  # before numba starts its OpenMP threads (gbfs._threading)
 
-from .estimators import GBFSClassifier, GBFSRegressor  # noqa: E402 (after configure_waiting)
-from .feature_utility import feature_utility  # noqa: E402
-from .model_io import load_model  # noqa: E402
-from .multitask import GBFSMultitaskClassifier, GBFSMultitaskRegressor  # noqa: E402
-from .path import SelectionPath, selection_path  # noqa: E402
-from .ranker import GBFSRanker  # noqa: E402
-from .stability import selection_stability  # noqa: E402
+from .estimators.model_io import load_model  # noqa: E402
+from .estimators.multitask import GBFSMultitaskClassifier, GBFSMultitaskRegressor  # noqa: E402
+from .estimators.ranker import GBFSRanker  # noqa: E402
+from .estimators.single_task import GBFSClassifier, GBFSRegressor  # noqa: E402 (after configure_waiting)
+from .selection.feature_utility import feature_utility  # noqa: E402
+from .selection.path import SelectionPath, selection_path  # noqa: E402
+from .selection.stability import selection_stability  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["GBFSClassifier", "GBFSMultitaskClassifier", "GBFSMultitaskRegressor", "GBFSRanker",

@@ -16,7 +16,7 @@ import scipy.sparse
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from ._types import MAX_TARGET_SCALE
+from .booster.kernels._types import MAX_TARGET_SCALE
 
 GROUP_TEST_SCOPES = ("node", "tree")
 CRITERIA = ("sse", "newton")

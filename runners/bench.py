@@ -55,7 +55,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from gbfs import GBFSClassifier
-from gbfs.metrics import roc_auc
+from gbfs.booster.losses.metrics import roc_auc
 from runners import (
     bench_categorical,
     bench_cost,

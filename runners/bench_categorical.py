@@ -1,7 +1,7 @@
 """Categorical splits against LightGBM's, on the Flight stand-in before one-hot encoding
 (``python -m runners.bench categorical``).
 
-The data is :func:`gbfs.data.synthetic_flight.flight_frames`: 100 000 + 100 000 flights (times
+The data is :func:`gbfs.data.synthetic.flight.flight_frames`: 100 000 + 100 000 flights (times
 ``--row-scale``) with six categorical columns -- Month (12 levels), DayofMonth (31), DayOfWeek (7),
 UniqueCarrier (22), Origin and Dest (280 airports each, more than one byte of bins: the 255 most
 frequent get a bin, the rest count as missing) -- and two numeric ones (DepTime, Distance).
@@ -42,9 +42,9 @@ import numpy as np
 import pandas as pd
 
 from gbfs import GBFSClassifier
+from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data.formats import FLIGHT_LABEL, encode_flight
-from gbfs.data.synthetic_flight import flight_frames
-from gbfs.metrics import roc_auc
+from gbfs.data.synthetic.flight import flight_frames
 
 CATEGORICAL = ("Month", "DayofMonth", "DayOfWeek", "UniqueCarrier", "Origin", "Dest")
 TARGETS = {"auc_gap_pt": 0.5}

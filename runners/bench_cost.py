@@ -17,7 +17,7 @@ expensive ones.  Budgets B in cost units (``--budgets``, default 10, 20, 40).  E
 feature set of total cost <= B and a model refitted on it; its test AUC is compared at equal B:
 
 * ``lgbm:gain-capped`` (cost-blind): LightGBM's gain ranking of a fit on every feature, taken in order
-  while the features fit (:func:`gbfs.refit.within_cost`), LightGBM refitted on them.
+  while the features fit (:func:`gbfs.criteria.refit.within_cost`), LightGBM refitted on them.
 * ``lgbm:gain-per-cost`` (cost-aware ranking): the same, ranked by gain / cost.
 * ``gbfs:agbm-cost`` (the papers' penalty): A-GBM (Newton) with ``feature_costs`` and ``max_cost=B``,
   relaxed refit, over ``mu`` in ``--mus``; the ``mu`` of best validation AUC is the answer.
@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 
 from gbfs import selection_path
-from gbfs.metrics import roc_auc
-from gbfs.refit import within_cost
+from gbfs.booster.losses.metrics import roc_auc
+from gbfs.criteria.refit import within_cost
 from runners import bench_selection_data as data
 from runners.bench_selection import make_split
 from runners.bench_selection_families import Booster, Grids, lightgbm_on

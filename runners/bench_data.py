@@ -24,11 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from gbfs.data import load_dataset
-from gbfs.data.download import sha256_file
+from gbfs.data.fetching.download import sha256_file
+from gbfs.data.fetching.manifest import REPO_DATASETS
 from gbfs.data.formats import read_libsvm_bz2, read_libsvm_rows
-from gbfs.data.manifest import REPO_DATASETS
-from gbfs.data.synthetic import GENERATORS
-from gbfs.data.synthetic_flight import flight_frames
+from gbfs.data.synthetic.flight import flight_frames
+from gbfs.data.synthetic.generators import GENERATORS
 
 
 def _timed(fn):

@@ -1,18 +1,18 @@
 """Multitask benchmark: ``python -m runners.bench multitask [--quick]``.
 
-Two parts, on a synthetic multitask stand-in (:func:`gbfs.data.synthetic_multitask.multitask`) and
+Two parts, on a synthetic multitask stand-in (:func:`gbfs.data.synthetic.multitask.multitask`) and
 on Isolet made multitask (one-vs-rest tasks, below):
 
 1. Speed.  Boosting seconds (``timings_["boosting_seconds"]``, binning excluded) of one
-   :class:`~gbfs.multitask.GBFSMultitaskClassifier` fit with T tasks against the sum over T
+   :class:`~gbfs.estimators.multitask.GBFSMultitaskClassifier` fit with T tasks against the sum over T
    independent :class:`~gbfs.GBFSClassifier` fits on the same per-task rows, with the same trees
    (A-GBM, SSE gain, mean leaves, depth 4, learning rate 0.1, no early stopping) and threads; the
    single-task fits use ``mu = mu_G + mu_t``, the charge a single task would see.  Numba is warmed
    up first, the two sides alternate within each repeat and the medians are compared.  Target:
    ratio <= 1.1.
 2. The GT-GBM paper's Figures 4-5.  Variants Multitask (``mu_G, mu_t > 0``), GroupSparse
-   (``mu_t = 0``), SingleTask (:class:`~gbfs.multitask_baselines.PooledTasks`: pooled rows, one-hot
-   task) and Independent (:class:`~gbfs.multitask_baselines.IndependentTasks`), every single-task
+   (``mu_t = 0``), SingleTask (:class:`~gbfs.baselines.multitask.PooledTasks`: pooled rows, one-hot
+   task) and Independent (:class:`~gbfs.baselines.multitask.IndependentTasks`), every single-task
    model an A-GBM :class:`~gbfs.GBFSClassifier`.  Each variant picks its penalty on the validation
    split from a grid of the same size: ``mu`` in :data:`MU_GRID` (6 values, 0.001 to 0.05); for
    Multitask ``mu_G + mu_t`` in :data:`MU_TOTALS` (0.003 to 0.03) with ``mu_t`` a share of it in
@@ -51,10 +51,10 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from gbfs import GBFSClassifier
-from gbfs.data.synthetic_multitask import multitask
-from gbfs.metrics import average_precision, roc_auc, task_weighted
-from gbfs.multitask import GBFSMultitaskClassifier
-from gbfs.multitask_baselines import IndependentTasks, PooledTasks
+from gbfs.baselines.multitask import IndependentTasks, PooledTasks
+from gbfs.booster.losses.metrics import average_precision, roc_auc, task_weighted
+from gbfs.data.synthetic.multitask import multitask
+from gbfs.estimators.multitask import GBFSMultitaskClassifier
 
 TARGETS = {"speed_ratio": 1.1, "recall": 0.9, "spurious": 0.1}
 VARIANTS = ("Multitask", "GroupSparse", "SingleTask", "Independent")

@@ -1,9 +1,9 @@
 """Learning to rank against LightGBM's lambdarank (``python -m runners.bench ranking``).
 
-Data: the ranking stand-in :func:`gbfs.data.synthetic_ranking.ranking_like` (2000 training and
+Data: the ranking stand-in :func:`gbfs.data.synthetic.ranking.ranking_like` (2000 training and
 1000 test queries of 5-40 documents times ``--scale``, 100 features of which 6 carry the
 relevance; whole queries held out for validation), or a LIBSVM ranking file of your own
-(``--path``, with ``qid:`` or a ``.query`` file; :mod:`gbfs.data.ranking_files`).
+(``--path``, with ``qid:`` or a ``.query`` file; :mod:`gbfs.data.reading.ranking_files`).
 
 Rows, all with the same trees (``--trees``, 31 leaves, 20 rows per leaf, learning rate 0.1,
 Newton gain and leaves, LambdaRank with LightGBM's defaults):
@@ -30,9 +30,10 @@ import json
 import time
 from pathlib import Path
 
-from gbfs.data import load_dataset, ranking_files
-from gbfs.ranker import GBFSRanker
-from gbfs.ranking import group_offsets, mrr, ndcg_at
+from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
+from gbfs.data import load_dataset
+from gbfs.data.reading import ranking_files
+from gbfs.estimators.ranker import GBFSRanker
 
 TARGETS = {"gap_pt": 0.5, "kept_share": 0.95, "feature_share": 0.20}
 

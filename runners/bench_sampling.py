@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 
 from gbfs import GBFSClassifier
-from gbfs.data.synthetic import GENERATORS
-from gbfs.metrics import roc_auc
-from gbfs.sampling import mvs_threshold
+from gbfs.booster.losses.metrics import roc_auc
+from gbfs.data.synthetic.generators import GENERATORS
+from gbfs.sampling.samplers import mvs_threshold
 
 TARGETS = {"threshold_s": 0.2, "per_tree_ratio": 0.4}
 OURS = ("sgb", "goss", "mvs", "mvs_adaptive")

@@ -17,7 +17,7 @@ skips.  Binary targets of the multi-class sets:
   clusters sit on the vertices of a 5-dimensional hypercube (16 per class), 15 linear combinations
   of them and 480 probes.
 * ``gisette_like``, ``epsilon_like``, ``flight_like``: the offline stand-ins of
-  :mod:`gbfs.data.synthetic`, shrunk to about 2500-2800 rows and 500-600 features
+  :mod:`gbfs.data.synthetic.generators`, shrunk to about 2500-2800 rows and 500-600 features
   (:data:`STAND_IN_SIZES`), with their train, validation and test rows merged back into one set.
 """
 

@@ -29,9 +29,9 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.fixes import parse_version
 
 from gbfs import GBFSClassifier
-from gbfs.baselines import LightGBMBaseline
-from gbfs.elimination import eliminate
-from gbfs.metrics import roc_auc
+from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
+from gbfs.booster.losses.metrics import roc_auc
+from gbfs.selection.elimination import eliminate
 
 try:
     from gbfs import selection_path
@@ -210,7 +210,7 @@ def _refitted(split: Split, sets: dict[int, np.ndarray], t0: float) -> list[dict
 
 def run_lgbm_rfe(split: Split, step: float = 0.2) -> list[dict]:
     """LightGBM's recursive elimination as users run it: refit on the remaining features, drop the
-    ``step`` share with the least gain, down to each budget (:func:`gbfs.elimination.eliminate`),
+    ``step`` share with the least gain, down to each budget (:func:`gbfs.selection.elimination.eliminate`),
     LightGBM refitted on each budget's set."""
     def gain_of(features):
         return lightgbm_on(split, features).feature_importance("gain")

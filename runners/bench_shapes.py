@@ -7,15 +7,15 @@ multiplies the training rows of the generated shapes (never below 200).
 
 * ``gisette`` (6000 x 5000), ``epsilon`` (80000 x 2000), ``flight`` (100000 x 634): dense uniform
   features whose label depends on 20 known columns
-  (:func:`gbfs.data.synthetic.make_sparse_classification`, noise 0.5, seed 1); test rows:
+  (:func:`gbfs.data.synthetic.generators.make_sparse_classification`, noise 0.5, seed 1); test rows:
   ``min(n_train // 4, 20000)`` more rows of the same generator.
 * ``text_like`` (2000 x 5000): word counts, 1 % non-zero, counts 1..5, labels carried by 30
-  words (:func:`gbfs.data.synthetic_text.make_text_like`, seed 0), as ``scipy.sparse`` CSR
+  words (:func:`gbfs.data.synthetic.text.make_text_like`, seed 0), as ``scipy.sparse`` CSR
   float64; test rows: ``1000 * row_scale`` (at least 200) more rows of the same generator.
 * ``flight_onehot`` (100000 x 634): the Flight stand-in
-  (:func:`gbfs.data.synthetic_flight.flight_frames` at ``scale = n_train / 100000``, seed 0)
+  (:func:`gbfs.data.synthetic.flight.flight_frames` at ``scale = n_train / 100000``, seed 0)
   one-hot encoded by :func:`gbfs.data.formats.encode_flight`, i.e. the ``X`` of
-  :func:`~gbfs.data.synthetic_flight.flight_like`, as CSR float32 (about 8 non-zeros per row;
+  :func:`~gbfs.data.synthetic.flight.flight_like`, as CSR float32 (about 8 non-zeros per row;
   at small scales rare airports are absent and the width is below 634).  Test rows: the first
   ``min(n_train // 4, 20000)`` rows of the stand-in's test split.
 * ``flight_raw`` (100000 x 8): the same rows before one-hot, dense float32: the six categorical
@@ -64,9 +64,9 @@ import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
 from gbfs.data.formats import FLIGHT_CATEGORICAL, FLIGHT_COLUMNS, FLIGHT_LABEL, _natural_key, encode_flight
-from gbfs.data.synthetic import PAPER_SHAPES, make_sparse_classification
-from gbfs.data.synthetic_flight import flight_frames
-from gbfs.data.synthetic_text import make_text_like
+from gbfs.data.synthetic.flight import flight_frames
+from gbfs.data.synthetic.generators import PAPER_SHAPES, make_sparse_classification
+from gbfs.data.synthetic.text import make_text_like
 from runners import bench_selection_data
 
 TEXT_SHAPE = (2000, 5000)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gbfs.metrics import roc_auc
+from gbfs.booster.losses.metrics import roc_auc
 from runners import bench_selection_data as data
 from runners.bench_selection import make_split
 from runners.bench_selection_families import Booster, Grids

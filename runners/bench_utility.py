@@ -1,6 +1,6 @@
 """Calibration and power of the new-feature utility test (``python -m runners.bench utility``).
 
-The test is :func:`gbfs.feature_utility` (Koepke & Bilenko, ICML 2012, Algorithm 1).  For each
+The test is :func:`gbfs.selection.feature_utility` (Koepke & Bilenko, ICML 2012, Algorithm 1).  For each
 task (``regression``: :class:`gbfs.GBFSRegressor`; ``binary``: :class:`gbfs.GBFSClassifier`) and
 each seed, :func:`make_data` draws
 
@@ -60,7 +60,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from gbfs import GBFSClassifier, GBFSRegressor, feature_utility
-from gbfs.loss import LogisticLoss
+from gbfs.booster.losses.loss import LogisticLoss
 
 TASKS = ("regression", "binary")
 ALPHA = 0.05

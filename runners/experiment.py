@@ -21,9 +21,10 @@ import mlflow
 from omegaconf import DictConfig, OmegaConf
 
 from gbfs import GBFSClassifier, GBFSRanker
-from gbfs.callbacks import progress_bar
-from gbfs.data import Dataset, files, load_dataset, table_encoding
-from gbfs.data.synthetic import GENERATORS
+from gbfs.booster.callbacks import progress_bar
+from gbfs.data import Dataset, load_dataset
+from gbfs.data.reading import files, table_encoding
+from gbfs.data.synthetic.generators import GENERATORS
 from runners import mlflow_native, multitask_eval, multitask_variants, ranking_eval, tasks, tracking
 from runners.figures import correlation_heatmap
 from runners.sampler_config import (  # noqa: F401 (runners and tests import them from here too)
@@ -68,7 +69,7 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
     ids (``dataset.multitask``), a ranking method on binary data or a binary one on ranking data
     (``dataset.task``) or a setting its task refuses (``Task.check``: :mod:`runners.ranking_eval`'s
     ``eval_at``, GBDT-topK's K, a ranking file), or ``dataset=file`` without ``dataset.path``, a
-    missing file or target column (:func:`gbfs.data.files.check_file`) and, with ``contents``, what
+    missing file or target column (:func:`gbfs.data.reading.files.check_file`) and, with ``contents``, what
     its contents hold that loading refuses (duplicate columns, infinity, a target of other than two
     values, a truncated file: parsed once, then read from the cache); the runners call it before
     any MLflow run exists, so a typo leaves no FAILED run behind."""
@@ -192,7 +193,9 @@ def _ranker(**kwargs) -> GBFSRanker:
 
 
 def _lightgbm(**kwargs):
-    from gbfs.baselines import LightGBMBaseline  # imports LightGBM, which only its methods need
+    from gbfs.baselines.lightgbm_baseline import (
+        LightGBMBaseline,  # imports LightGBM, which only its methods need
+    )
 
     return LightGBMBaseline(**kwargs)
 

@@ -3,7 +3,7 @@
 Fits ``cfg.method`` (a gbfs estimator) on ``cfg.dataset``'s train split without the held-back
 features (``utility.features``, or a seeded draw of ``utility.n_relevant`` truly relevant and
 ``utility.n_irrelevant`` other columns of a synthetic stand-in), early stopping on validation, then
-tests every held-back feature with :func:`gbfs.feature_utility` (Koepke & Bilenko, ICML 2012,
+tests every held-back feature with :func:`gbfs.selection.feature_utility` (Koepke & Bilenko, ICML 2012,
 Algorithm 1) on ``utility.rows`` (the test split by default: rows the model never saw, as the
 paper's bias bound of Section 4.2 asks).  Prints a table -- feature, z (the utility score), p,
 significant (p <= ``utility.alpha``) and, where the data knows it, whether the feature is truly
@@ -31,8 +31,8 @@ import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from gbfs import feature_utility
+from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data import Dataset
-from gbfs.metrics import roc_auc
 from runners import experiment, tracking
 
 ROWS = ("test", "val")

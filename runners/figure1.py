@@ -5,7 +5,7 @@ Section 4.3 of the GT-GBM paper: with s = 3 target features and delta = 0.1, dat
 x1, x2, x3 are columns 0, 1, 2) and, per cell of a grid of ambient dimension d and
 sample size n, 50 replications, each with fresh data and fresh random subsets.  A
 replication succeeds when the candidate set C that group testing finds at the root of
-the first tree (:func:`gbfs.group_testing.root_candidates`) contains columns 0, 1 and 2.
+the first tree (:func:`gbfs.criteria.group_testing.root_candidates`) contains columns 0, 1 and 2.
 
 Writes ``<out-dir>/figure1.csv`` (one row per cell), ``figure1.png`` (the success-rate
 heatmap, dark = 1, light = 0 as in the paper) and ``figure1_summary.json`` (the n needed
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gbfs.data.synthetic import make_figure1_regression
-from gbfs.group_testing import plan, root_candidates
+from gbfs.criteria.group_testing import plan, root_candidates
+from gbfs.data.synthetic.generators import make_figure1_regression
 from runners.tracking import git_commit
 
 S = 3  # target features, fixed by the paper's experiment

@@ -194,7 +194,7 @@ def log_model(model, model_file: str | Path, X: np.ndarray, feature_names: Seque
     ----------
     model : estimator
         The fitted model: a gbfs estimator (pyfunc around ``model_file``) or a
-        ``gbfs.baselines.LightGBMBaseline`` (MLflow's lightgbm flavour, its booster).
+        ``gbfs.baselines.lightgbm_baseline.LightGBMBaseline`` (MLflow's lightgbm flavour, its booster).
     model_file : path
         ``model``'s JSON model file (``model.save_model``), copied into the MLflow model.
     X : array of shape (n_rows, n_features)

@@ -48,9 +48,10 @@ from mlflow.entities import DatasetInput, InputTag
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf
 
-from gbfs.data import BUNDLED, Dataset, files, read_dataset_manifest
+from gbfs.data import BUNDLED, Dataset, read_dataset_manifest
 from gbfs.data.ovr import OVR_DATASETS
-from gbfs.data.synthetic import GENERATORS
+from gbfs.data.reading import files
+from gbfs.data.synthetic.generators import GENERATORS
 from runners import mlflow_model
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,8 @@
 A multitask method (``EstimatorKind.multitask``) is fitted with the task of every row,
 ``fit(X, y, task, eval_set=(X_val, y_val, task_val))``, and scored per task.  Its metrics use the
 names of the single-task runs for the GT-GBM paper's "Total" (the tasks' values weighted by their
-numbers of rows, :func:`gbfs.metrics.task_weighted`), so runs of every method compare side by side,
+numbers of rows, :func:`gbfs.booster.losses.metrics.task_weighted`), so runs of every method compare side by
+side,
 and add the per-task values:
 
 * ``val_auc``, ``val_auprc``, ``val_rmse`` and ``test_auc``, ``test_auprc``, ``test_rmse``,
@@ -33,8 +34,8 @@ import mlflow
 import numpy as np
 from omegaconf import DictConfig
 
+from gbfs.booster.losses.metrics import average_precision, log_loss, rmse, roc_auc, task_weighted
 from gbfs.data import Dataset
-from gbfs.metrics import average_precision, log_loss, rmse, roc_auc, task_weighted
 from runners import tracking
 from runners.multitask_figure import task_bars
 

@@ -17,7 +17,7 @@ matplotlib.use("Agg")              # runners draw figures to files, never to a s
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from gbfs.metrics import task_weighted  # noqa: E402
+from gbfs.booster.losses.metrics import task_weighted  # noqa: E402
 
 
 def with_total(per_task: Sequence[float], sizes: Sequence[int]) -> list[float]:

@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier
-from gbfs.multitask_baselines import IndependentTasks, PooledTasks
+from gbfs.baselines.multitask import IndependentTasks, PooledTasks
 
 #: the fitted attributes a wrapper copies from the model it kept
 _FITTED = ("tasks_", "classes_", "n_features_in_", "selected_features_", "selected_features_per_task_",
@@ -78,7 +78,7 @@ class _WithinBudget(BaseEstimator):
 
 
 class PooledWithinBudget(_WithinBudget):
-    """SingleTask (:class:`~gbfs.multitask_baselines.PooledTasks`) using at most ``max_features``
+    """SingleTask (:class:`~gbfs.baselines.multitask.PooledTasks`) using at most ``max_features``
     real features; ``inner_max_features_`` is the pooled model's own budget that achieved it."""
 
     meta = PooledTasks
@@ -108,7 +108,7 @@ class PooledWithinBudget(_WithinBudget):
 
 
 class IndependentWithinBudget(_WithinBudget):
-    """Independent (:class:`~gbfs.multitask_baselines.IndependentTasks`) using at most
+    """Independent (:class:`~gbfs.baselines.multitask.IndependentTasks`) using at most
     ``max_features`` features over all tasks; ``inner_max_features_`` is the per-task budget."""
 
     meta = IndependentTasks

@@ -9,7 +9,7 @@ set every choice is made on, and the test split is scored once per chosen model,
 
 MLflow: the active run of ``runners.run`` is the path's parent (``role=path``, tag ``budgets``),
 with the metrics ``path_seconds``, ``mu_max``, ``n_probes`` and the artifacts ``path.csv`` (one row
-per budget, :meth:`gbfs.path.SelectionPath.to_frame`) and ``path.png`` (validation and test AUC
+per budget, :meth:`gbfs.selection.path.SelectionPath.to_frame`) and ``path.png`` (validation and test AUC
 against the number of features, every candidate as a faint point).  Under it, one nested run per
 budget (``role=budget``, tag and param ``budget``, params ``mu`` and ``source`` of the chosen
 selection, tag ``note`` when the budget could not be filled) logged as a ``runners.run`` run is, by
@@ -33,7 +33,7 @@ from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from gbfs import selection_path  # noqa: E402
 from gbfs.data import Dataset  # noqa: E402
-from gbfs.path_results import BudgetResult, SelectionPath  # noqa: E402
+from gbfs.selection.path_results import BudgetResult, SelectionPath  # noqa: E402
 from runners import experiment, stability, tracking  # noqa: E402
 
 #: the role tags of the path's runs: the parent, and one nested run per budget

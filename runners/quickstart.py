@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from gbfs import GBFSClassifier
-from gbfs.data.synthetic import make_sparse_classification
-from gbfs.metrics import roc_auc
+from gbfs.booster.losses.metrics import roc_auc
+from gbfs.data.synthetic.generators import make_sparse_classification
 
 
 def run(n_samples: int = 6000, n_features: int = 2000, n_estimators: int = 100, seed: int = 0) -> list[dict]:

@@ -3,7 +3,8 @@
 A ranking method (``EstimatorKind.task == "ranking"``, :class:`gbfs.GBFSRanker`) is fitted on whole
 query groups, ``fit(X, y, group, eval_set=(X_val, y_val, group_val))`` with the query sizes the
 :class:`gbfs.data.Dataset` carries for every split, and scored per query by the library's own
-NDCG@10 and MRR (:func:`gbfs.ranking.ndcg_at`, :func:`gbfs.ranking.mrr`; no other implementation).
+NDCG@10 and MRR (:func:`gbfs.booster.losses.ranking.ndcg_at`, :func:`gbfs.booster.losses.ranking.mrr`; no
+other implementation).
 Its runs log, besides the metrics every run logs (``n_selected_features``, ``fit_seconds``,
 ``predict_seconds``, ``precompute_seconds``, ``relevant_selected`` on the stand-in, ...):
 
@@ -14,8 +15,8 @@ Its runs log, besides the metrics every run logs (``n_selected_features``, ``fit
   says ``_at_``, :func:`runners.tasks.metric_name`).
 
 Ranking data has ``dataset.task: ranking`` in its config: ``dataset=ranking_like`` (the stand-in,
-:mod:`gbfs.data.synthetic_ranking`) or ``dataset=ranking_file`` (a LIBSVM file with ``qid:`` or a
-LightGBM ``.query`` file of group sizes, :mod:`gbfs.data.ranking_files`; whole queries go to test,
+:mod:`gbfs.data.synthetic.ranking`) or ``dataset=ranking_file`` (a LIBSVM file with ``qid:`` or a
+LightGBM ``.query`` file of group sizes, :mod:`gbfs.data.reading.ranking_files`; whole queries go to test,
 validation and train, and ``dataset.scale`` keeps a seeded share of each split's queries).
 """
 
@@ -29,8 +30,9 @@ import hydra.utils
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from gbfs.data import Dataset, ranking_files, split_queries
-from gbfs.ranking import group_offsets, mrr, ndcg_at
+from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
+from gbfs.data import Dataset, split_queries
+from gbfs.data.reading import ranking_files
 from runners import budget
 from runners.tasks import Task
 
@@ -102,7 +104,8 @@ def file_args(d: DictConfig) -> dict[str, str | None]:
 
 
 def load_file(d: DictConfig, seed: int) -> Dataset:
-    """``dataset=ranking_file`` (:func:`gbfs.data.ranking_files.load`: whole queries to test, validation
+    """``dataset=ranking_file`` (:func:`gbfs.data.reading.ranking_files.load`: whole queries to test,
+    validation
     and train, seeded), then a seeded ``dataset.scale`` share of each split's queries."""
     ds = ranking_files.load(**file_args(d), test_fraction=float(d.test_fraction),
                             val_fraction=float(d.val_fraction), seed=seed)
@@ -146,7 +149,7 @@ def _predict(est, X: np.ndarray) -> np.ndarray:
 
 def scores(ds: Dataset, split: str, score: np.ndarray) -> dict[str, float]:
     """NDCG@:data:`EVAL_AT` and MRR of the ranking scores ``score`` of ``split``'s rows, over its
-    queries (:mod:`gbfs.ranking`)."""
+    queries (:mod:`gbfs.booster.losses.ranking`)."""
     y = getattr(ds, f"y_{split}")
     offsets = group_offsets(getattr(ds, f"group_{split}"), len(y), f"group_{split}")
     return {NDCG: ndcg_at(y, score, offsets, EVAL_AT), "mrr": mrr(y, score, offsets)}

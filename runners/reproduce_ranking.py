@@ -129,7 +129,7 @@ def write_dataset(
     queries = [len(g) for g in (ds.group_train, ds.group_val, ds.group_test)]
     head = (f"{dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows "
             f"({queries[0]} / {queries[1]} / {queries[2]} queries) x {ds.X_train.shape[1]} features; "
-            f"seeds {list(seeds)}; test MRR and NDCG@10 over the test queries (gbfs.ranking). "
+            f"seeds {list(seeds)}; test MRR and NDCG@10 over the test queries (gbfs.booster.losses.ranking). "
             f"Parent MLflow run `{parent_id}`.")
     note = ("The paper's columns are its Table 4 on R1 and R2, proprietary e-commerce search logs we do "
             "not have, with every model held to 20 features (its Section 5.2): the data differ, so only "

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from gbfs import sampling
+from gbfs.sampling import samplers as sampling
 
 #: the estimator arguments of row sampling (``GBFSClassifier``); ``conf/sampler/*.yaml`` params
 SAMPLER_ARGS = ("sampler", "subsample", "top_rate", "other_rate", "mvs_lambda", "goss_style")
-#: the arguments each sampler uses and their defaults, from gbfs.sampling (the others must stay None);
-#: goss_style is GOSS's too (default None here: LightGBM's own GOSS is its style)
+#: the arguments each sampler uses and their defaults, from gbfs.sampling.samplers (the others must
+#: stay None); goss_style is GOSS's too (default None here: LightGBM's own GOSS is its style)
 _SAMPLER_USES = {kind: {arg: sampling.DEFAULTS[arg] for arg, users in sampling.USED_BY.items()
                         if kind in users} for kind in sampling.SAMPLERS}
 _SAMPLER_USES["goss"]["goss_style"] = None

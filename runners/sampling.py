@@ -50,9 +50,9 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from gbfs import GBFSClassifier
-from gbfs.baselines import LightGBMBaseline
+from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
+from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data import Dataset, load_dataset
-from gbfs.metrics import roc_auc
 from runners.sampling_report import (  # noqa: F401  (the outputs, re-exported)
     BASELINE,
     LABELS,

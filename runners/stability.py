@@ -3,7 +3,7 @@
 :func:`log_stability` refits a clone of the run's estimator on ``stability.n_resamples`` seeded
 subsamples of the training rows (``stability.subsample`` of them, stratified; validation as the
 eval set, so early stopping sees the same data as the run) with
-:func:`gbfs.stability.selection_stability`, and logs to the run ``stability.json`` (selection
+:func:`gbfs.selection.stability.selection_stability`, and logs to the run ``stability.json`` (selection
 frequency per feature, every resample's selection, the indices), ``stability.png`` (the most often
 selected features) and the metrics ``stability_jaccard``, ``stability_kuncheva``,
 ``stability_seconds``.  It costs ``n_resamples`` fits, hence off by default.
@@ -52,7 +52,7 @@ def log_stability(cfg: DictConfig, ds: Dataset, model, run_id: str) -> dict[str,
     spec = cfg.get("stability")
     if not spec or not spec.get("enabled"):
         return {}
-    from gbfs.stability import selection_stability
+    from gbfs.selection.stability import selection_stability
 
     t0 = time.perf_counter()
     result = selection_stability(clone(model), ds.X_train, ds.y_train, n_resamples=int(spec.n_resamples),

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from omegaconf import DictConfig
 
+from gbfs.booster.losses.metrics import log_loss, rmse, roc_auc
 from gbfs.data import Dataset
-from gbfs.metrics import log_loss, rmse, roc_auc
 from runners import tracking
 
 

@@ -20,7 +20,7 @@ import optuna
 from omegaconf import DictConfig
 from optuna.trial import FrozenTrial
 
-from gbfs.callbacks import CallbackEnv
+from gbfs.booster.callbacks import CallbackEnv
 from gbfs.data import Dataset
 from runners import budget, experiment, mlflow_native, tracking
 from runners.search_space import suggest

@@ -195,7 +195,7 @@ def split_rows(rows, col, t, missing_left):
 
 # -- the grower ----------------------------------------------------------------------------------
 class NaiveTree:
-    """Node arrays in the same layout as gbfs.tree.Tree (node 0 the root, children appended)."""
+    """Node arrays in the same layout as gbfs.booster.tree.Tree (node 0 the root, children appended)."""
 
     def __init__(self):
         self.feature, self.bin_threshold, self.missing_left = [], [], []

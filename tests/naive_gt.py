@@ -1,5 +1,5 @@
 """Pure-numpy references for GT-GBM (Section 4 / Algorithm 2 of the GT-GBM paper), written from the
-specification, not from the kernels of gbfs.group_testing.
+specification, not from the kernels of gbfs.criteria.group_testing.
 
 * :func:`standardise`: min-max standardisation of every column (footnote 1 of the paper); a constant
   column becomes 0, a NaN the mean of the column's standardised non-missing values;

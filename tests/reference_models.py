@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from gbfs import GBFSClassifier, GBFSRanker, GBFSRegressor
+from gbfs.booster.kernels.portable import matvec
 from gbfs.data import GENERATORS
-from gbfs.model_io import model_to_dict
-from gbfs.portable import matvec
+from gbfs.estimators.model_io import model_to_dict
 
 PATH = Path(__file__).parent / "data" / "reference_models.json"
 
@@ -61,8 +61,8 @@ def data(n: int = 900, d: int = 40, seed: int = 0) -> tuple[np.ndarray, np.ndarr
     X[rng.random((n, d)) < 0.02] = np.nan
     x = np.nan_to_num(X, nan=0.5)
     # every feature carries some signal, decaying with its index: penalties and budgets bind
-    # gbfs.portable's matvec and the C library's sin and pow: BLAS and numpy's SIMD power and sin
-    # round by CPU, and these rows must be the same on every machine
+    # gbfs.booster.kernels.portable's matvec and the C library's sin and pow: BLAS and numpy's SIMD power and
+    # sin round by CPU, and these rows must be the same on every machine
     sin = np.array([math.sin(v) for v in 5 * x[:, 7]])
     weights = np.array([2.0 * 0.85 ** k for k in range(d)])
     signal = matvec(x - 0.5, weights) + sin + x[:, 11] * x[:, 12]

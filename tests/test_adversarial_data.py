@@ -27,7 +27,7 @@ import pytest
 from http_fixture import FileServer, validators
 from test_data_formats import FLIGHT_HEADER, FLIGHT_TEST, FLIGHT_TRAIN
 
-import gbfs.data.download as D
+import gbfs.data.fetching.download as D
 import gbfs.data.prepare as P
 from gbfs.data import (
     CacheError,
@@ -37,9 +37,16 @@ from gbfs.data import (
     load_dataset,
 )
 from gbfs.data.__main__ import main as cli
-from gbfs.data.download import ChecksumError, RetryPolicy, fetch, fetch_dataset, file_status, read_lock
-from gbfs.data.manifest import REPO_DATASETS, parse_manifest, raw_dir, read_manifest
-from gbfs.data.sanity import problem
+from gbfs.data.fetching.download import (
+    ChecksumError,
+    RetryPolicy,
+    fetch,
+    fetch_dataset,
+    file_status,
+    read_lock,
+)
+from gbfs.data.fetching.manifest import REPO_DATASETS, parse_manifest, raw_dir, read_manifest
+from gbfs.data.fetching.sanity import problem
 
 FAST = RetryPolicy(retries=2, backoff=0.0, timeout=5.0)
 COMMITTED = json.loads((REPO_DATASETS / "flight.json").read_text())

@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 
 import gbfs
-import gbfs.fitting
-import gbfs.model_io
+import gbfs.estimators.fitting
+import gbfs.estimators.model_io
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 
 rng = np.random.default_rng(0)
@@ -51,7 +51,7 @@ def no_training(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("boost() was called: the input was not validated before training")
 
-    monkeypatch.setattr(gbfs.fitting, "boost", boom)
+    monkeypatch.setattr(gbfs.estimators.fitting, "boost", boom)
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +197,7 @@ def test_failed_save_removes_its_temporary_file_and_keeps_the_old_file(tmp_path,
     def fail(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(gbfs.model_io.os, "replace", fail)
+    monkeypatch.setattr(gbfs.estimators.model_io.os, "replace", fail)
     with pytest.raises(OSError, match="disk full"):
         clf.save_model(path)
     assert [p.name for p in tmp_path.iterdir()] == ["m.json"] and path.read_bytes() == before
@@ -420,7 +420,7 @@ def test_library_warnings_name_the_callers_file(params, match):
 
 
 def test_warnings_through_gbfs_entry_points_name_the_callers_file():
-    from gbfs.stability import selection_stability
+    from gbfs.selection.stability import selection_stability
 
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")

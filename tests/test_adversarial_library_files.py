@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, load_model
-from gbfs.envelope import checksum
+from gbfs.io.envelope import checksum
 
 rng = np.random.default_rng(11)
 X = rng.random((120, 4))

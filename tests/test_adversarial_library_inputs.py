@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import gbfs.fitting
+import gbfs.estimators.fitting
 from gbfs import GBFSClassifier, GBFSRanker, GBFSRegressor
-from gbfs.path import selection_path
-from gbfs.stability import selection_stability
+from gbfs.selection.path import selection_path
+from gbfs.selection.stability import selection_stability
 
 rng = np.random.default_rng(7)
 X = rng.random((120, 4))
@@ -28,7 +28,7 @@ def no_training(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("boost() was called: the input was not validated before training")
 
-    monkeypatch.setattr(gbfs.fitting, "boost", boom)
+    monkeypatch.setattr(gbfs.estimators.fitting, "boost", boom)
 
 
 # -- LambdaRank with no pair to order: zero gradients and hessians --------------------------------

@@ -1,4 +1,4 @@
-"""Adversarial inputs on the "bring your own data" path (``dataset=file``, :mod:`gbfs.data.files`,
+"""Adversarial inputs on the "bring your own data" path (``dataset=file``, :mod:`gbfs.data.reading.files`,
 ``python -m gbfs.data info --path``) and on downloads without a checkable manifest: every refusal
 names the file and the column, field or key, nothing the user gave is altered, nothing is left
 half-written, and the harness refuses before any MLflow run."""
@@ -27,10 +27,11 @@ from test_adversarial_data import FAST, URL_PATH, _csv, _raw, _write_manifest
 from test_data_files import root, table, write  # noqa: F401 (root: a fixture, used as data_root)
 from test_data_formats import FLIGHT_TEST
 
-from gbfs.data import DownloadError, files, load_dataset
+from gbfs.data import DownloadError, load_dataset
 from gbfs.data.__main__ import main as cli
-from gbfs.data.download import fetch_dataset, read_lock
-from gbfs.data.manifest import read_manifest
+from gbfs.data.fetching.download import fetch_dataset, read_lock
+from gbfs.data.fetching.manifest import read_manifest
+from gbfs.data.reading import files
 
 REPO = Path(__file__).resolve().parents[1]
 

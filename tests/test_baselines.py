@@ -1,4 +1,5 @@
-"""LightGBM baselines (gbfs.baselines): parity with direct LightGBM, history records, top-k, CEGB,
+"""LightGBM baselines (gbfs.baselines.lightgbm_baseline): parity with direct LightGBM, history records,
+top-k, CEGB,
 first-use order, callbacks, model files and argument checks.
 
 Every fit uses one thread: these are tiny data sets, and LightGBM's OpenMP barriers slow down badly
@@ -16,8 +17,8 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 from sklearn.metrics import log_loss, roc_auc_score
 
-from gbfs.baselines import LightGBMBaseline
-from gbfs.callbacks import EarlyStopException, record_evaluation
+from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
+from gbfs.booster.callbacks import EarlyStopException, record_evaluation
 
 N_TREES = 30
 

@@ -7,9 +7,9 @@ import pytest
 import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 
-from gbfs.data.synthetic_flight import flight_like
-from gbfs.data.synthetic_text import make_text_like
-from gbfs.metrics import roc_auc
+from gbfs.booster.losses.metrics import roc_auc
+from gbfs.data.synthetic.flight import flight_like
+from gbfs.data.synthetic.text import make_text_like
 from runners import bench, bench_shapes
 
 

@@ -7,8 +7,8 @@ import naive
 import numpy as np
 import pytest
 
-from gbfs._types import MISSING_BIN
-from gbfs.binning import BinMapper
+from gbfs.booster.binning import BinMapper
+from gbfs.booster.kernels._types import MISSING_BIN
 
 
 def _edges(mapper, f):
@@ -246,7 +246,7 @@ def test_extreme_finite_values_stay_apart():
 @pytest.mark.parametrize("kind", ["uniform", "normal", "few_values", "signed_zero_and_denormals",
                                   "extremes", "empty"])
 def test_radix_sort_equals_numpy_sort(kind):
-    from gbfs.radix import sort_floats
+    from gbfs.booster.kernels.radix import sort_floats
 
     rng = np.random.default_rng(7)
     values = {

@@ -10,7 +10,7 @@ from sklearn.metrics import log_loss
 from sklearn.utils import check_random_state
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
-from gbfs.loss import LOSSES
+from gbfs.booster.losses.loss import LOSSES
 
 SAMPLERS = [dict(sampler="sgb", subsample=0.3), dict(sampler="goss", top_rate=0.1, other_rate=0.2),
             dict(sampler="goss", goss_style="lightgbm"), dict(sampler="mvs", subsample=0.3, mvs_lambda=0.1),
@@ -176,7 +176,7 @@ def _route(tree, Xb):
                                 dict(sampler="goss", criterion="newton", leaf_estimate="newton")])
 def test_compact_copy_of_the_sample_grows_the_same_tree(data, kw, monkeypatch):
     """Small samples are grown on a gathered copy of their rows; the full-matrix path is the reference."""
-    import gbfs.tree_step as B
+    import gbfs.booster.tree_step as B
 
     compact = _fit(data, **kw)
     monkeypatch.setattr(B, "COMPACT_MAX_FRACTION", 0.0)

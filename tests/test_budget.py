@@ -9,7 +9,7 @@ import pytest
 from budget_cases import random_case
 
 from gbfs import GBFSClassifier, GBFSRegressor
-from gbfs.penalty import FeatureUsage
+from gbfs.criteria.penalty import FeatureUsage
 
 
 def _used(est) -> set[int]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gbfs import GBFSClassifier, GBFSRegressor
-from gbfs.callbacks import (
+from gbfs.booster.callbacks import (
     CallbackEnv,
     EarlyStopException,
     early_stopping,
@@ -251,7 +251,7 @@ def test_early_stop_exception_pickles():
 
 
 def test_progress_bar_counts_the_trees_of_each_fit_and_pickles(clf_data, capsys):
-    from gbfs.callbacks import progress_bar
+    from gbfs.booster.callbacks import progress_bar
 
     X, y = clf_data
     cb = progress_bar("demo")

@@ -11,8 +11,8 @@ import pytest
 import scipy.sparse
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
-from gbfs.binning import BinMapper
-from gbfs.categorical import CAT_WORDS, bins_of, cat_settings, scan_categorical
+from gbfs.booster.binning import BinMapper
+from gbfs.booster.kernels.categorical import CAT_WORDS, bins_of, cat_settings, scan_categorical
 
 MISSING = 255
 
@@ -280,7 +280,7 @@ def test_regressor_and_model_file_refusals(tmp_path):
     assert np.array_equal(load_model(tmp_path / "r.json").predict(df), r.predict(df))
     import json
 
-    from gbfs.envelope import seal
+    from gbfs.io.envelope import seal
 
     body = json.loads((tmp_path / "r.json").read_text())
     for key in ("checksum", "format", "format_version", "estimator"):
@@ -316,7 +316,7 @@ def test_first_tree_equals_lightgbm_on_categorical_data():
 @pytest.mark.parametrize("kind, kw", [("full", {}), ("topk", {"k": 2}), ("cegb", {"mu": 0.01})])
 def test_the_lightgbm_baselines_split_on_categories(kind, kw, tmp_path):
     pytest.importorskip("lightgbm")
-    from gbfs.baselines import LightGBMBaseline
+    from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 
     df, y = _frame(n=3000, k=60)
     b = LightGBMBaseline(kind, n_estimators=15, random_state=0, **kw).fit(df, y)

@@ -11,10 +11,10 @@ from budget_cases import random_case
 from reference_models import digest
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model, selection_path
-from gbfs.multitask import GBFSMultitaskClassifier
-from gbfs.penalty import FeatureUsage
-from gbfs.refit import top_k
-from gbfs.tree import Tree
+from gbfs.booster.tree import Tree
+from gbfs.criteria.penalty import FeatureUsage
+from gbfs.criteria.refit import top_k
+from gbfs.estimators.multitask import GBFSMultitaskClassifier
 
 
 def _spent(est, costs, bags=None) -> float:

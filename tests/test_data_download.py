@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from http_fixture import FileServer
 
-from gbfs.data.download import (
+from gbfs.data.fetching.download import (
     ChecksumError,
     DownloadError,
     RetryPolicy,
@@ -21,7 +21,7 @@ from gbfs.data.download import (
     file_status,
     read_lock,
 )
-from gbfs.data.manifest import mirror_url, parse_manifest, raw_dir
+from gbfs.data.fetching.manifest import mirror_url, parse_manifest, raw_dir
 
 FAST = RetryPolicy(retries=3, backoff=0.01, timeout=5.0)
 PAYLOAD = np.random.default_rng(0).bytes(300_000)      # several read chunks' worth

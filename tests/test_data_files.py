@@ -1,4 +1,4 @@
-"""A user's own data file as a dataset (gbfs.data.files): formats, labels, splits, errors, the
+"""A user's own data file as a dataset (gbfs.data.reading.files): formats, labels, splits, errors, the
 cache, ``python -m gbfs.data info --path`` and ``dataset=file`` in the harness."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 from harness_utils import compose_cfg
 from sklearn.datasets import dump_svmlight_file
 
-from gbfs.data import files, load_dataset
+from gbfs.data import load_dataset
 from gbfs.data.__main__ import main as cli
+from gbfs.data.reading import files
 
 SHARED = Path("/work/shared/data")
 N, D = 200, 4

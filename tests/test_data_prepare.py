@@ -28,7 +28,7 @@ from test_data_formats import (
 import gbfs.data.prepare as P
 from gbfs.data import ChecksumError, DownloadError, ManifestError, load, load_dataset
 from gbfs.data.__main__ import main as cli
-from gbfs.data.manifest import REPO_DATASETS
+from gbfs.data.fetching.manifest import REPO_DATASETS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -365,7 +365,7 @@ def test_multitask_load_keeps_task_ids_with_their_rows():
     n_all = n_val + np.bincount(ds.task_train, minlength=3)
     np.testing.assert_allclose(n_val / n_all, 0.2, atol=0.01)
     # every row keeps its own task id and label through the split
-    from gbfs.data.synthetic import multitask
+    from gbfs.data.synthetic.generators import multitask
     raw = multitask(scale=0.25, n_tasks=3, n_features=40, random_state=1)
     where = {row.tobytes(): i for i, row in enumerate(raw.X_train)}
     for X, y, task in ((ds.X_train, ds.y_train, ds.task_train), (ds.X_val, ds.y_val, ds.task_val)):

@@ -1,4 +1,5 @@
-"""Synthetic stand-ins of the papers' data sets (``gbfs.data.synthetic``): shapes, seeding, signal."""
+"""Synthetic stand-ins of the papers' data sets (``gbfs.data.synthetic.generators``): shapes, seeding,
+signal."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from scipy.stats import rankdata
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.metrics import roc_auc_score
 
-from gbfs.data.synthetic import (
+from gbfs.data.synthetic.generators import (
     GENERATORS,
     SyntheticData,
     epsilon_like,
@@ -270,7 +271,7 @@ def test_bad_arguments(make, kwargs, argument):
 
 
 def test_flight_like_categorical_is_the_one_hot_data_collapsed():
-    from gbfs.data.synthetic_flight import flight_like
+    from gbfs.data.synthetic.flight import flight_like
 
     hot, cat = flight_like(scale=0.02), flight_like(scale=0.02, categorical=True)
     assert cat.categorical == tuple(range(6)) and cat.feature_names[6:] == ["DepTime", "Distance"]

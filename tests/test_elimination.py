@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from gbfs import GBFSClassifier, selection_path
-from gbfs.elimination import eliminate, elimination_sizes
+from gbfs.selection.elimination import eliminate, elimination_sizes
 
 
 def test_sizes_shrink_by_the_step_and_stop_at_every_budget():

@@ -11,8 +11,9 @@ import threading
 import numpy as np
 import pytest
 
-from gbfs import GBFSClassifier, envelope, load_model
-from gbfs.baselines import LightGBMBaseline
+from gbfs import GBFSClassifier, load_model
+from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
+from gbfs.io import envelope
 
 
 @pytest.fixture(scope="module")
@@ -78,16 +79,16 @@ def test_concurrent_baseline_saves_leave_one_whole_file(tmp_path, data):
 
 
 def test_file_format_does_not_import_the_estimators():
-    code = ("import sys, gbfs.envelope, gbfs.model_io; "
-            "print('gbfs.estimators' in sys.modules, 'gbfs.multitask' in sys.modules)")
+    code = ("import sys, gbfs.io.envelope, gbfs.estimators.model_io; "
+            "print('gbfs.estimators.single_task' in sys.modules, 'gbfs.estimators.multitask' in sys.modules)")
     # importing a submodule runs gbfs/__init__, which imports the estimators: check model_io's own
     # imports instead, from its source
     import ast
     import inspect
 
-    import gbfs.model_io
+    import gbfs.estimators.model_io
 
-    tree = ast.parse(inspect.getsource(gbfs.model_io))
+    tree = ast.parse(inspect.getsource(gbfs.estimators.model_io))
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert not imported & {"estimators", "multitask", "baselines"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -117,7 +118,7 @@ def test_header_of_the_wrong_json_type_is_a_value_error_naming_the_file(tmp_path
 
 
 def test_model_from_dict_verifies_like_load_model(tmp_path, data):
-    from gbfs.model_io import model_from_dict
+    from gbfs.estimators.model_io import model_from_dict
 
     X, y = data
     est = GBFSClassifier(n_estimators=3, random_state=0).fit(X, y)

@@ -1,4 +1,4 @@
-"""gbfs.feature_utility (Koepke & Bilenko, Algorithm 1) and its runner, runners.feature_utility."""
+"""gbfs.selection.feature_utility (Koepke & Bilenko, Algorithm 1) and its runner, runners.feature_utility."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 
 from gbfs import GBFSClassifier, GBFSRegressor, feature_utility
-from gbfs.feature_utility import DEFAULT_REGRESSOR_PARAMS, gradient_signal, utility_statistic
+from gbfs.selection.feature_utility import DEFAULT_REGRESSOR_PARAMS, gradient_signal, utility_statistic
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = dict(method="gbfs", mu=0.0, n_estimators=60, learning_rate=0.2, max_depth=2, max_leaves=4,

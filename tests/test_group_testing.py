@@ -25,13 +25,13 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from gbfs import GBFSClassifier, GBFSRegressor
-from gbfs import group_testing as gt
-from gbfs.binning import BinMapper
-from gbfs.data.synthetic import make_figure1_regression
-from gbfs.feature_search import group_tests
-from gbfs.grower import GrowthParams, TreeGrower
-from gbfs.penalty import FeatureUsage
-from gbfs.tree import Tree
+from gbfs.booster.binning import BinMapper
+from gbfs.booster.feature_search import group_tests
+from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.tree import Tree
+from gbfs.criteria import group_testing as gt
+from gbfs.criteria.penalty import FeatureUsage
+from gbfs.data.synthetic.generators import make_figure1_regression
 
 NO_ROWS = np.empty(0, dtype=np.int32)
 NO_H = np.empty(0)

@@ -20,12 +20,12 @@ import naive
 import numpy as np
 import pytest
 
-from gbfs._types import MISSING_BIN
-from gbfs.binning import BinMapper
-from gbfs.grower import GrowthParams, TreeGrower
-from gbfs.partition import split_partition
-from gbfs.penalty import FeatureUsage
-from gbfs.tree import PackedEnsemble
+from gbfs.booster.binning import BinMapper
+from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.kernels._types import MISSING_BIN
+from gbfs.booster.partition import split_partition
+from gbfs.booster.tree import PackedEnsemble
+from gbfs.criteria.penalty import FeatureUsage
 
 
 # -- split_partition ------------------------------------------------------------------------------
@@ -449,7 +449,7 @@ def test_a_pure_node_is_never_split_and_unused_features_have_no_importance(metho
     further "gain" is floating-point roundoff.  No such split is taken; only feature 0 is used and
     every other feature's importance is exactly 0.  Without the roundoff floor the same fit splits
     pure nodes on unrelated features (the test's own check that it can fail)."""
-    import gbfs.grower as grower_module
+    import gbfs.booster.grower as grower_module
     from gbfs import GBFSClassifier
 
     rng = np.random.default_rng(3)

@@ -7,8 +7,8 @@ import naive
 import numpy as np
 import pytest
 
-from gbfs._types import HISTOGRAM_DTYPE, MISSING_BIN
-from gbfs.histogram import HistogramLayout, build_histogram, gather, subtract_histograms
+from gbfs.booster.kernels._types import HISTOGRAM_DTYPE, MISSING_BIN
+from gbfs.booster.kernels.histogram import HistogramLayout, build_histogram, gather, subtract_histograms
 
 
 def _problem(seed, n=300, d=7, max_bin=40):

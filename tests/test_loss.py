@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from gbfs.loss import LOSSES, LogisticLoss, SquaredLoss
+from gbfs.booster.losses.loss import LOSSES, LogisticLoss, SquaredLoss
 
 REFERENCE = {"logistic": naive.logistic_loss_per_row, "squared_error": naive.squared_loss_per_row}
 

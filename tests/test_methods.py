@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from gbfs import GBFSClassifier
-from gbfs.feature_search import FeatureSearch
-from gbfs.methods import AGBM, METHODS, Method, register
+from gbfs.booster.feature_search import FeatureSearch
+from gbfs.criteria.methods import AGBM, METHODS, Method, register
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from gbfs.metrics import roc_auc
-from gbfs.radix import argsort_floats, sort_floats
+from gbfs.booster.kernels.radix import argsort_floats, sort_floats
+from gbfs.booster.losses.metrics import roc_auc
 
 
 @pytest.mark.parametrize("n", [1, 2, 17, 1000, 70000])

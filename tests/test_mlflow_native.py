@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 
 import gbfs
-from gbfs.baselines import LightGBMBaseline
+from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from runners import experiment, mlflow_model, mlflow_native
 from runners import run as run_module
 from runners.hydra_callbacks import PrintComparison, dataset_of, run_value

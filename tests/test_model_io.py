@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import gbfs.model_io
+import gbfs.estimators.model_io
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 
 
@@ -208,7 +208,7 @@ def test_different_seeds_change_the_model_when_binning_subsamples(tmp_path):
     full = {}
     for seed in (1, 2):
         est = GBFSRegressor(random_state=seed, **{**DET, "bin_subsample": None}).fit(X, y)
-        full[seed] = model = gbfs.model_io.model_to_dict(est)
+        full[seed] = model = gbfs.estimators.model_io.model_to_dict(est)
         del model["params"]["random_state"], model["checksum"]
     assert full[1] == full[2]
 
@@ -342,7 +342,7 @@ def test_wrong_number_of_bin_edge_lists_is_refused(saved):
 # -- no pickle ---------------------------------------------------------------------------------------
 
 def test_model_io_never_uses_pickle(saved, monkeypatch):
-    tree = ast.parse(inspect.getsource(gbfs.model_io))
+    tree = ast.parse(inspect.getsource(gbfs.estimators.model_io))
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

@@ -8,7 +8,7 @@ import pytest
 from sklearn.metrics import log_loss, roc_auc_score
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, load_model
-from gbfs.softmax import ClassGradient, RoundScores, SoftmaxLoss, macro_auc
+from gbfs.booster.losses.softmax import ClassGradient, RoundScores, SoftmaxLoss, macro_auc
 
 lgb = pytest.importorskip("lightgbm")
 
@@ -101,7 +101,7 @@ def _naive_scan(hist, n, msl, factor):
 
 
 def test_hessian_leaf_count_matches_a_brute_force_reference():
-    from gbfs.splitting import _scan_feature
+    from gbfs.booster.kernels.splitting import _scan_feature
 
     rng = np.random.default_rng(3)
     for _ in range(200):

@@ -10,12 +10,12 @@ import pytest
 from test_grower import _refresh_case
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSMultitaskRegressor
-from gbfs.binning import BinMapper
-from gbfs.grower import GrowthParams, TreeGrower
-from gbfs.multitask_baselines import IndependentTasks, PooledTasks
-from gbfs.multitask_usage import MultitaskUsage
-from gbfs.penalty import FeatureUsage
-from gbfs.tree_step import TreeStep
+from gbfs.baselines.multitask import IndependentTasks, PooledTasks
+from gbfs.booster.binning import BinMapper
+from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.tree_step import TreeStep
+from gbfs.criteria.multitask_usage import MultitaskUsage
+from gbfs.criteria.penalty import FeatureUsage
 
 BASE = dict(n_estimators=15, max_leaves=6, min_samples_leaf=5, random_state=0, n_threads=1)
 
@@ -301,8 +301,8 @@ def test_baselines_fit_predict_and_selection():
 def test_multitask_beats_groupsparse_and_pooled_on_synthetic_tasks():
     """Tasks with their own features: Eq. 2's task penalty keeps each task's set small and finds
     its own features; GroupSparse gives every task the union, the pooled model mixes tasks."""
-    from gbfs.data.synthetic_multitask import multitask
-    from gbfs.metrics import average_precision, task_weighted
+    from gbfs.booster.losses.metrics import average_precision, task_weighted
+    from gbfs.data.synthetic.multitask import multitask
 
     d = multitask(scale=0.25, n_tasks=3, n_features=60, n_shared=3, n_specific=2, random_state=0)
     kw = dict(n_estimators=80, max_depth=3, max_leaves=None, min_samples_leaf=10, random_state=0)
@@ -355,7 +355,7 @@ def test_tampered_multitask_file_is_refused(tmp_path):
     import json
 
     from gbfs import load_model
-    from gbfs.envelope import checksum
+    from gbfs.io.envelope import checksum
 
     X, y, task = _tasks_data()
     GBFSMultitaskClassifier(**BASE).fit(X, y, task).save_model(tmp_path / "m.json")

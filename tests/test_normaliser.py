@@ -1,4 +1,4 @@
-"""A-GBM's divisor of the gain in both criteria (:func:`gbfs.normaliser.gain_normaliser`).
+"""A-GBM's divisor of the gain in both criteria (:func:`gbfs.booster.normaliser.gain_normaliser`).
 
 ``N = sum w g^2/h - G^2/(H + lambda)``: SSE_root for the first-order criterion, its Newton
 counterpart with hessians.  Every split gain of every tree is at most ``N``, so normalised gains lie
@@ -14,7 +14,7 @@ import pytest
 from sklearn.datasets import load_breast_cancer
 
 from gbfs import GBFSClassifier, GBFSRegressor
-from gbfs.normaliser import gain_normaliser
+from gbfs.booster.normaliser import gain_normaliser
 
 
 def _set_partitions(items):
@@ -106,7 +106,7 @@ def test_newton_feature_count_falls_with_mu():
 def test_lightgbm_split_gains_are_bounded_by_the_normaliser():
     """LightGBM's own Newton split gains (a second implementation of the gain) never exceed N of
     their tree, computed by the baseline from LightGBM's probabilities."""
-    from gbfs.baselines import LightGBMBaseline
+    from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 
     X, y = load_breast_cancer(return_X_y=True)
     est = LightGBMBaseline(n_estimators=40, num_leaves=16, min_child_samples=3, reg_lambda=0.5,

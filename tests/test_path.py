@@ -13,7 +13,7 @@ from sklearn.base import clone  # noqa: E402
 from sklearn.datasets import make_classification  # noqa: E402
 
 from gbfs import GBFSClassifier, GBFSRegressor, selection_path  # noqa: E402
-from gbfs.metrics import roc_auc  # noqa: E402
+from gbfs.booster.losses.metrics import roc_auc  # noqa: E402
 
 KW = dict(n_estimators=40, max_depth=3, max_leaves=8, min_samples_leaf=10, early_stopping_rounds=5,
           criterion="newton", leaf_estimate="newton", random_state=0)

@@ -7,7 +7,7 @@ import pytest
 from sklearn.datasets import make_classification
 
 from gbfs import GBFSClassifier, selection_path
-from gbfs.path_units import Cost, Count
+from gbfs.selection.path_units import Cost, Count
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from sklearn.base import clone
 from sklearn.datasets import make_classification
 
 from gbfs import GBFSClassifier, GBFSRegressor, selection_path
-from gbfs.metrics import roc_auc
-from gbfs.path_cv import cross_validate, make_folds, one_standard_error
+from gbfs.booster.losses.metrics import roc_auc
+from gbfs.selection.path_cv import cross_validate, make_folds, one_standard_error
 
 BUDGETS = (3, 6, 12)
 

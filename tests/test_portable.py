@@ -1,4 +1,5 @@
-"""Fixed-order reductions (gbfs.portable) against naive references, and the rule they serve: no
+"""Fixed-order reductions (gbfs.booster.kernels.portable) against naive references, and the rule they serve:
+no
 kernel of the library is compiled with fast-math flags (reassociation rounds by host CPU)."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from numba.core.registry import CPUDispatcher
 
 import gbfs
-from gbfs import portable as red
+from gbfs.booster.kernels import portable as red
 
 
 def lanes_sum(a) -> float:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from gbfs import load_model
-from gbfs.ranker import GBFSRanker
-from gbfs.ranking import group_offsets, lambdarank_residuals, mrr, ndcg_at
+from gbfs.booster.losses.ranking import group_offsets, lambdarank_residuals, mrr, ndcg_at
+from gbfs.estimators.ranker import GBFSRanker
 
 
 def _naive_lambdas(y, s, truncation=30, sigma=1.0, norm=True):

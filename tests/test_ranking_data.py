@@ -8,8 +8,8 @@ import pytest
 from sklearn.datasets import dump_svmlight_file
 
 from gbfs.data import load_dataset
-from gbfs.data import ranking_files as RF
 from gbfs.data.formats import FormatError
+from gbfs.data.reading import ranking_files as RF
 
 
 def _rows(seed=0, n_queries=12):
@@ -73,7 +73,7 @@ def test_ranking_like_has_known_relevant_features():
     assert ds.task == "ranking" and len(ds.relevant) == 6 and set(np.unique(ds.y_test)) <= set(range(5))
     for X, g in ((ds.X_train, ds.group_train), (ds.X_val, ds.group_val), (ds.X_test, ds.group_test)):
         assert g.sum() == len(X) and g.min() >= 5
-    from gbfs.ranker import GBFSRanker
+    from gbfs.estimators.ranker import GBFSRanker
 
     m = GBFSRanker(method="agbm", mu=0.05, n_estimators=30, random_state=0).fit(ds.X_train, ds.y_train,
                                                                                  ds.group_train)

@@ -23,8 +23,8 @@ from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
 from gbfs import GBFSRanker, load_model
-from gbfs.data.synthetic import GENERATORS
-from gbfs.ranking import group_offsets, mrr, ndcg_at
+from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
+from gbfs.data.synthetic.generators import GENERATORS
 from runners import experiment, ranking_eval, reproduce_ranking, tracking, tune
 from runners import reproduce as rp
 from runners import run as run_module
@@ -56,7 +56,7 @@ def _cfg(root: Path, *overrides: str, config: str = "config"):
 
 
 def _scores(model, ds, split: str) -> dict[str, float]:
-    """NDCG@10 and MRR of ``model`` on ``split``, by gbfs.ranking."""
+    """NDCG@10 and MRR of ``model`` on ``split``, by gbfs.booster.losses.ranking."""
     X, y, group = getattr(ds, f"X_{split}"), getattr(ds, f"y_{split}"), getattr(ds, f"group_{split}")
     offsets, score = group_offsets(group, len(y)), model.predict(X)
     return {"ndcg": ndcg_at(y, score, offsets, 10), "mrr": mrr(y, score, offsets)}

@@ -1,4 +1,5 @@
-"""Relaxed refit, GBDT-topK in our booster and LightGBM's importance definitions (:mod:`gbfs.refit`)."""
+"""Relaxed refit, GBDT-topK in our booster and LightGBM's importance definitions
+(:mod:`gbfs.criteria.refit`)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import pytest
 from sklearn.feature_selection import RFE, SelectFromModel
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
-from gbfs.refit import importances
-from gbfs.tree import Tree
+from gbfs.booster.tree import Tree
+from gbfs.criteria.refit import importances
 
 TREES = dict(n_estimators=40, max_leaves=8, min_samples_leaf=5, early_stopping_rounds=5, random_state=0)
 UNPENALISED = dict(method="gbfs", mu=0.0, criterion="newton", leaf_estimate="newton")

@@ -64,7 +64,7 @@ def test_run_logs_params_metrics_curves_artifacts(tmp_path):
     assert (local / "correlations.png").read_bytes()[:4] == b"\x89PNG"
     # the logged model is the evaluated one: its test AUC is the logged one
     ds = load_dataset("gisette_like", scale=0.05, feature_scale=0.02, seed=3)
-    from gbfs.metrics import roc_auc
+    from gbfs.booster.losses.metrics import roc_auc
     assert roc_auc(ds.y_test, model.predict_proba(ds.X_test)[:, 1]) == pytest.approx(
         r.data.metrics["test_auc"], rel=1e-9)
     assert "seed: 3" in (local / "config.yaml").read_text()

@@ -1,4 +1,4 @@
-"""The sampler registry (gbfs.sampling): a sampler defined outside gbfs as one registered class is
+"""The sampler registry (gbfs.sampling.samplers): a sampler defined outside gbfs as one registered class is
 usable by name from the estimators, unknown names are refused with the registered ones listed, and
 register refuses classes the estimator could not configure."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from gbfs import GBFSClassifier, load_model
-from gbfs.sampling import RATE, SAMPLERS, USED_BY, RowSampler, from_params, param, register
+from gbfs.sampling.samplers import RATE, SAMPLERS, USED_BY, RowSampler, from_params, param, register
 
 NAME = "systematic"
 
@@ -20,7 +20,7 @@ class Systematic(RowSampler):
     """Systematic sampling: every k-th row from a uniform random start, k = round(1 / subsample).
 
     Row i is kept iff i = start (mod k), so with N >= k its inclusion probability is exactly 1 / k
-    and weight k keeps node sums unbiased, as the samplers of gbfs.sampling do.
+    and weight k keeps node sums unbiased, as the samplers of gbfs.sampling.samplers do.
     """
 
     subsample: float = param(0.25, RATE)

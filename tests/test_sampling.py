@@ -1,4 +1,4 @@
-"""Row samplers (gbfs.sampling): the O(N) MVS threshold against a sort-based reference, Theorem 2's
+"""Row samplers (gbfs.sampling.samplers): the O(N) MVS threshold against a sort-based reference, Theorem 2's
 probabilities and their limits, unbiased weighted sums, GOSS/SGB counts and weights, seeding and
 argument checks."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gbfs.sampling import (
+from gbfs.sampling.samplers import (
     DEFAULTS,
     GOSS,
     MVS,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from gbfs import GBFSClassifier, GBFSRegressor
-from gbfs.penalty import FeatureUsage
+from gbfs.criteria.penalty import FeatureUsage
 
 TREES = dict(n_estimators=30, max_leaves=8, min_samples_leaf=5, random_state=0)
 

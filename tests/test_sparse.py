@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSRegressor, load_model, sparse_rows
-from gbfs.binning import BinMapper
-from gbfs.grower import GrowthParams, TreeGrower
-from gbfs.histogram import HistogramLayout, gather
-from gbfs.penalty import FeatureUsage
-from gbfs.sparse_rows import SparseRows
+from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSRegressor, load_model
+from gbfs.booster.binning import BinMapper
+from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.kernels import sparse_rows
+from gbfs.booster.kernels.histogram import HistogramLayout, gather
+from gbfs.booster.kernels.sparse_rows import SparseRows
+from gbfs.criteria.penalty import FeatureUsage
 
 
 def _sparse(seed, n=400, d=30, density=0.05, fmt="csr"):
@@ -167,9 +168,9 @@ def test_regressor_multitask_and_blockwise_prediction(monkeypatch):
     reg = GBFSRegressor(n_estimators=8, random_state=0).fit(X, y.astype(float))
     np.testing.assert_allclose(reg.predict(X), GBFSRegressor(n_estimators=8, random_state=0)
                                .fit(X.toarray(), y.astype(float)).predict(X.toarray()), atol=1e-12)
-    import gbfs.tree
+    import gbfs.booster.tree
     full = reg.predict(X)
-    monkeypatch.setattr(gbfs.tree, "_PREDICT_BLOCK_VALUES", 7 * X.shape[1])  # blocks of 7 rows
+    monkeypatch.setattr(gbfs.booster.tree, "_PREDICT_BLOCK_VALUES", 7 * X.shape[1])  # blocks of 7 rows
     np.testing.assert_array_equal(reg.predict(X), full)
     task = np.arange(X.shape[0]) % 3
     mt = GBFSMultitaskClassifier(n_estimators=5, random_state=0).fit(X, y, task)

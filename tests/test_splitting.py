@@ -7,10 +7,10 @@ import naive
 import numpy as np
 import pytest
 
-from gbfs._types import MISSING_BIN
-from gbfs.histogram import HistogramLayout
-from gbfs.penalty import FeatureUsage
-from gbfs.splitting import best_splits_per_feature, penalized_best
+from gbfs.booster.kernels._types import MISSING_BIN
+from gbfs.booster.kernels.histogram import HistogramLayout
+from gbfs.booster.kernels.splitting import best_splits_per_feature, penalized_best
+from gbfs.criteria.penalty import FeatureUsage
 
 N_BINS = np.array([1, 2, 5, 9, 12, 30, 3, 6], dtype=np.int32)  # value bins of each feature
 
@@ -267,8 +267,8 @@ def _split_arrays(d):
 @pytest.mark.parametrize("keep", [False, True])
 @pytest.mark.parametrize("path", ["rows", "all_rows", "unit_h", "subset_features"])
 def test_build_and_scan_equals_histogram_then_scan(keep, path):
-    from gbfs.histogram import gather
-    from gbfs.splitting import build_and_scan
+    from gbfs.booster.kernels.histogram import gather
+    from gbfs.booster.kernels.splitting import build_and_scan
 
     X, rows, rw, hw = _problem(5, weights=path != "unit_h")
     d = X.shape[1]
@@ -304,7 +304,7 @@ def test_build_and_scan_equals_histogram_then_scan(keep, path):
 
 
 def test_subtract_and_scan_equals_scan_of_the_sibling():
-    from gbfs.splitting import subtract_and_scan
+    from gbfs.booster.kernels.splitting import subtract_and_scan
 
     X, rows, rw, hw = _problem(9, weights=True)
     d = X.shape[1]

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin  # noqa:
 from sklearn.datasets import make_classification  # noqa: E402
 
 from gbfs import GBFSClassifier  # noqa: E402
-from gbfs.stability import StabilityResult, jaccard_index, kuncheva_index, selection_stability  # noqa: E402
+from gbfs.selection.stability import StabilityResult, jaccard_index, kuncheva_index, selection_stability  # noqa: E402
 
 FITS: list[dict] = []  # what each fit of the fake selector saw (clones do not share attributes)
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-import gbfs.fitting
+import gbfs.estimators.fitting
 from gbfs import GBFSClassifier, GBFSRegressor
 
 rng = np.random.default_rng(0)
@@ -166,7 +166,7 @@ def no_training(monkeypatch):
     def boom(*args, **kwargs):
         raise AssertionError("boost() was called: the input was not validated before training")
 
-    monkeypatch.setattr(gbfs.fitting, "boost", boom)
+    monkeypatch.setattr(gbfs.estimators.fitting, "boost", boom)
 
 
 def test_enough_cases():

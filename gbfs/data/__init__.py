@@ -7,12 +7,12 @@
 
 Real datasets (a manifest in ``datasets/``): ``gisette``, ``epsilon``, ``flight``.
 Synthetic stand-ins (no download): ``gisette_like``, ``epsilon_like``, ``flight_like``,
-``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic`).  Real data bundled with
+``figure1``, ``multitask`` (see :mod:`gbfs.data.synthetic.generators`).  Real data bundled with
 scikit-learn (no download): ``breast_cancer``, ``digits`` (see :mod:`gbfs.data.bundled`).
 Multitask data from a multiclass ``.npz`` file, one task per class against the rest:
 ``isolet_ovr``, ``tox171_ovr``, ``ovr`` (see :mod:`gbfs.data.ovr`).  A data file of your own
 (CSV, Parquet, LIBSVM, ``.npz``): ``load_dataset("file", path=..., target=...)`` (see
-:mod:`gbfs.data.files`).  The
+:mod:`gbfs.data.reading.files`).  The
 validation split is ``val_fraction`` (20 %) of train, stratified by label (and task), drawn with
 ``seed``; the test split is used as published (bundled data: a seeded 25 % of the rows).  The
 command line is ``python -m gbfs.data``.
@@ -28,12 +28,18 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from . import files, ovr
+from . import ovr
 from .bundled import LOADERS as BUNDLED
 from .bundled import bundled as _bundled
-from .download import ChecksumError, ContentError, DownloadError, LockFileError, RetryPolicy, file_status
-from .formats import FormatError
-from .manifest import (
+from .fetching.download import (
+    ChecksumError,
+    ContentError,
+    DownloadError,
+    LockFileError,
+    RetryPolicy,
+    file_status,
+)
+from .fetching.manifest import (
     ENV_DATA_DIR,
     ENV_MIRROR,
     DataRootError,
@@ -43,10 +49,12 @@ from .manifest import (
     raw_dir,
     read_manifest,
 )
+from .formats import FormatError
 from .ovr import OVR_DATASETS
 from .prepare import CacheError, load_prepared
-from .synthetic import GENERATORS
-from .synthetic_base import check_positive
+from .reading import files
+from .synthetic.base import check_positive
+from .synthetic.generators import GENERATORS
 
 __all__ = ["Dataset", "load", "load_dataset", "list_datasets", "missing_raw_files", "read_dataset_manifest",
            "split_train_val", "BUNDLED", "CacheError", "ChecksumError", "ContentError", "DataRootError",
@@ -134,7 +142,7 @@ def load_dataset(name: str, *, root: str | os.PathLike | None = None, val_fracti
         scikit-learn (``breast_cancer``, ``digits``), a synthetic stand-in (``gisette_like``,
         ``epsilon_like``, ``flight_like``, ``figure1``, ``multitask``), one-vs-rest tasks of a
         multiclass ``.npz`` (``isolet_ovr``, ``tox171_ovr``, ``ovr``; :func:`gbfs.data.ovr.load`)
-        or ``"file"``, a data file of your own (:func:`gbfs.data.files.load`).
+        or ``"file"``, a data file of your own (:func:`gbfs.data.reading.files.load`).
     root : path, optional
         Data root (default ``$GBFS_DATA_DIR``, else the repository's ``datasets/``); also where a
         data file's parsed arrays are cached.
@@ -240,7 +248,7 @@ def _subsample(X, y, scale, seed):
 
 
 def _file(val_fraction, seed, scale, root, kwargs) -> Dataset:
-    """A data file (:func:`gbfs.data.files.load`), subsampled by ``scale`` and split as real data."""
+    """A data file (:func:`gbfs.data.reading.files.load`), subsampled by ``scale`` and split as real data."""
     if scale > 1:
         raise ValueError(f"scale must be in (0, 1] for a data file (a share of its rows), got {scale}")
     data = files.load(**kwargs, seed=seed, root=root)

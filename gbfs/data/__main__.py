@@ -5,7 +5,7 @@ files on disk, ``prepare`` downloads if needed and writes the parsed cache, ``in
 summarises paths, sizes, checksum status (from the hash cache: files unchanged since they
 were last hashed) and shapes, ``unlock`` forgets the sha256 recorded at the first use of files
 without a published checksum (to accept new upstream content).  ``info --path FILE [--target COLUMN]``
-describes a data file of your own (:mod:`gbfs.data.files`): what ``load_dataset("file", ...)`` would
+describes a data file of your own (:mod:`gbfs.data.reading.files`): what ``load_dataset("file", ...)`` would
 load, and the error it would raise.  Exit status 1 on any failure.
 """
 
@@ -15,12 +15,27 @@ import argparse
 import os
 import sys
 
-from . import BUNDLED, GENERATORS, files, load_dataset, read_dataset_manifest
-from .download import ChecksumError, DownloadError, RetryPolicy, fetch_dataset, file_status, mismatch_note
+from . import BUNDLED, GENERATORS, load_dataset, read_dataset_manifest
+from .fetching.download import (
+    ChecksumError,
+    DownloadError,
+    RetryPolicy,
+    fetch_dataset,
+    file_status,
+    mismatch_note,
+)
+from .fetching.lockfile import lock_path, remove_lock_entries
+from .fetching.manifest import (
+    ENV_MIRROR,
+    DataRootError,
+    ManifestError,
+    available_manifests,
+    dataset_lock,
+    raw_dir,
+)
 from .formats import FormatError
-from .lockfile import lock_path, remove_lock_entries
-from .manifest import ENV_MIRROR, DataRootError, ManifestError, available_manifests, dataset_lock, raw_dir
 from .prepare import CacheError, cache_status, find_prepared, prepare, prepared_shapes
+from .reading import files
 
 STATUS_TEXT = {
     "verified": "ok, matches the published sha256",

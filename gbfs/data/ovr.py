@@ -29,7 +29,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .formats import FormatError
-from .synthetic_base import check_int
+from .synthetic.base import check_int
 
 ENV_SHARED_DATA = "GBFS_SHARED_DATA"
 #: name -> (file name looked for in $GBFS_SHARED_DATA, default number of tasks: None = every class)

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib import format as npy_format
 
-from .download import (
+from .fetching.download import (
     DEFAULT_POLICY,
     DownloadError,
     RetryPolicy,
@@ -46,9 +46,9 @@ from .download import (
     mismatch_error,
     sha256_file,
 )
+from .fetching.fsutil import TMP_PREFIX, atomic_write, file_mode
+from .fetching.manifest import Manifest, ManifestError, dataset_lock, prepared_dir, raw_dir
 from .formats import FormatError, encode_flight, read_flight_csv, read_gisette, read_libsvm_bz2
-from .fsutil import TMP_PREFIX, atomic_write, file_mode
-from .manifest import Manifest, ManifestError, dataset_lock, prepared_dir, raw_dir
 
 #: bump when the arrays written for the same raw files change
 CACHE_FORMAT = 1

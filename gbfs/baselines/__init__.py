@@ -1,0 +1,1 @@
+"""Baselines in this package's interfaces: LightGBM (single-task and multitask)."""

@@ -1,0 +1,385 @@
+"""Quantile binning of raw features into ``uint8`` bins.
+
+A feature with at most 255 distinct training values gets one bin per value
+(edges at the midpoints between consecutive values); otherwise the edges are the
+255-quantiles of a row subsample, as in LightGBM and scikit-learn.  ``min_data_in_bin``
+(LightGBM's parameter) merges rare values: with few distinct values a bin is closed only once it
+holds that many rows (LightGBM's ``GreedyFindBin``, the same partition of the training values;
+only the last bin may hold fewer), and with many the number of quantile bins is capped at
+``n_rows // min_data_in_bin``.  On tiny data this keeps the root from separating single rows.  NaN always
+maps to the dedicated missing bin 255.  The edges are kept so that a split on bin
+``t`` can be applied to raw values as ``x <= edges[t]``, which is exactly the same
+decision as ``bin(x) <= t`` because ``bin(x) = #{edges < x}``.
+
+A categorical feature (``categorical``) holds non-negative integer codes instead: each of its
+``max_bins`` most frequent codes gets its own bin, the most frequent first (ties: the smaller code,
+LightGBM's order, which breaks ties in the split search the same way), the rarer codes, codes
+never seen and NaN share the missing bin; its splits are sets of bins
+(:mod:`gbfs.booster.kernels.categorical`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse
+from numba import njit, prange
+
+from .kernels._types import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
+from .kernels.radix import sort_floats
+
+_FEATURE_BLOCK = 16  # features transformed together, so each row read is one cache line
+
+
+@njit(cache=True, nogil=True)
+def _edges_of_sorted(values, max_bins, min_data_in_bin, out):
+    """Write the bin edges of a sorted, NaN-free column into ``out``; return their count."""
+    n = values.shape[0]
+    if n == 0:
+        return 0
+    # count distinct values
+    n_distinct = 1
+    for i in range(1, n):
+        if values[i] != values[i - 1]:
+            n_distinct += 1
+    n_edges = 0
+    if n_distinct <= max_bins:
+        in_bin = 0  # rows of the bin being filled: it closes at a value change once it holds enough
+        for i in range(1, n):
+            in_bin += 1
+            if values[i] != values[i - 1] and in_bin >= min_data_in_bin:
+                out[n_edges] = values[i - 1] * 0.5 + values[i] * 0.5  # no overflow near +-DBL_MAX
+                n_edges += 1
+                in_bin = 0
+        return n_edges
+    # equal-frequency edges: the q/n_bins quantiles with midpoint interpolation
+    n_bins = max(1, min(max_bins, n // min_data_in_bin))
+    for q in range(1, n_bins):
+        pos = q * (n - 1) / n_bins
+        lo = int(np.floor(pos))
+        hi = int(np.ceil(pos))
+        edge = values[lo] * 0.5 + values[hi] * 0.5
+        if n_edges == 0 or edge > out[n_edges - 1]:
+            out[n_edges] = edge
+            n_edges += 1
+    return n_edges
+
+
+@njit(cache=True, nogil=True)
+def _standardised_bin_values(values, edges, n_edges, out):
+    """Min-max standardised mean of the sorted ``values`` falling in each bin (GT-GBM's z).
+
+    ``out[b] = (mean of the values in bin b - min) / (max - min)``; the missing bin gets
+    the standardised mean of all values; a constant (or empty) column gets 0.
+    """
+    out[:] = 0.0
+    n = values.shape[0]
+    if n == 0 or not values[n - 1] > values[0]:
+        return
+    out[:n_edges + 1] = -1.0  # marks a bin no value fell in
+    lo = values[0]
+    scale = 1.0 / (values[n - 1] - lo)
+    b = 0
+    total = 0.0
+    acc = 0.0
+    cnt = 0
+    for i in range(n):
+        v = values[i]
+        while b < n_edges and edges[b] < v:  # the bin transform() gives v: #edges < v
+            out[b] = ((acc / cnt) - lo) * scale if cnt > 0 else -1.0
+            b += 1
+            acc = 0.0
+            cnt = 0
+        acc += v
+        cnt += 1
+        total += v
+    out[b] = ((acc / cnt) - lo) * scale
+    for k in range(n_edges + 1):  # a bin no (subsampled) value fell in
+        if out[k] < 0.0:
+            if k == 0:
+                out[k] = 0.0
+            elif k == n_edges:  # above the last edge, which is the max: values beyond the max
+                out[k] = 1.0
+            else:
+                out[k] = (0.5 * (edges[k - 1] + edges[k]) - lo) * scale
+    out[MISSING_BIN] = (total / n - lo) * scale
+
+
+@njit(cache=True, nogil=True)
+def _fit_sorted(values, max_bins, min_data_in_bin, edges, z_values):
+    """Edges and standardised bin values of sorted NaN-free ``values``; returns the edge count."""
+    n_edges = _edges_of_sorted(values, max_bins, min_data_in_bin, edges)
+    _standardised_bin_values(values, edges, n_edges, z_values)
+    return n_edges
+
+
+@njit(cache=True, nogil=True)
+def _fit_column(col, m, max_bins, min_data_in_bin, edges, z_values):
+    """Edges and standardised bin values of the ``m`` NaN-free values at the start of ``col``."""
+    return _fit_sorted(sort_floats(col[:m]), max_bins, min_data_in_bin, edges, z_values)
+
+
+@njit(parallel=True, cache=True)
+def _fit_edges(X, max_bins, min_data_in_bin, edges, n_edges, z_values):
+    n, d = X.shape
+    for f in prange(d):
+        col = np.empty(n, dtype=np.float64)
+        m = 0
+        for i in range(n):
+            v = X[i, f]
+            if not np.isnan(v):
+                col[m] = v
+                m += 1
+        n_edges[f] = _fit_column(col, m, max_bins, min_data_in_bin, edges[f], z_values[f])
+
+
+@njit(parallel=True, cache=True)
+def _fit_edges_csc(n, indptr, data, max_bins, min_data_in_bin, edges, n_edges, z_values):
+    """:func:`_fit_edges` of a CSC matrix: each column's implicit zeros, then its stored values."""
+    d = indptr.shape[0] - 1
+    for f in prange(d):
+        stored = np.empty(indptr[f + 1] - indptr[f], dtype=np.float64)
+        m = 0
+        for k in range(indptr[f], indptr[f + 1]):
+            v = data[k]
+            if not np.isnan(v):
+                stored[m] = v
+                m += 1
+        # only the stored values are sorted; the implicit zeros are put in place around them
+        nz = sort_floats(stored[:m])
+        n_zero = n - (indptr[f + 1] - indptr[f])
+        neg = 0
+        while neg < m and nz[neg] < 0.0:
+            neg += 1
+        col = np.empty(m + n_zero, dtype=np.float64)
+        col[:neg] = nz[:neg]
+        col[neg:neg + n_zero] = 0.0
+        col[neg + n_zero:] = nz[neg:]
+        n_edges[f] = _fit_sorted(col, max_bins, min_data_in_bin, edges[f], z_values[f])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bin_of(v, e, n_edges):
+    """``#{e[:n_edges] < v}`` (NaN -> MISSING_BIN) by a branchless lower bound: random values make
+    a branchy binary search mispredict at every level."""
+    if np.isnan(v):
+        return MISSING_BIN
+    lo = 0
+    size = n_edges
+    while size > 0:
+        half = size >> 1
+        step = size - half
+        lo = lo + step if e[lo + half] < v else lo
+        size = half
+    return lo
+
+
+@njit(parallel=True, cache=True)
+def _map_to_bins(X, edges, n_edges, out):
+    """``out[i, f] = #{edges[f] < X[i, f]}``, NaN -> MISSING_BIN.
+
+    Parallel over blocks of features: a row's block is one contiguous read of a
+    C-ordered X and each output column is written sequentially (Fortran order).
+    """
+    n, d = X.shape
+    n_blocks = (d + _FEATURE_BLOCK - 1) // _FEATURE_BLOCK
+    for blk in prange(n_blocks):
+        f0 = blk * _FEATURE_BLOCK
+        f1 = min(d, f0 + _FEATURE_BLOCK)
+        for i in range(n):
+            for f in range(f0, f1):
+                out[i, f] = _bin_of(X[i, f], edges[f], n_edges[f])
+
+
+@njit(parallel=True, cache=True)
+def _map_csc_to_bins(indptr, indices, data, edges, n_edges, out):
+    """:func:`_map_to_bins` of a CSC matrix: zero's bin everywhere, then the stored values."""
+    for f in prange(indptr.shape[0] - 1):
+        zero = _bin_of(0.0, edges[f], n_edges[f])
+        for i in range(out.shape[0]):
+            out[i, f] = zero
+        for k in range(indptr[f], indptr[f + 1]):
+            out[indices[k], f] = _bin_of(data[k], edges[f], n_edges[f])
+
+
+def _column(X, f: int) -> np.ndarray:
+    """Column ``f`` of a dense array or a CSC matrix, as a dense float64 vector."""
+    if scipy.sparse.issparse(X):
+        return np.asarray(X[:, [f]].toarray()).ravel().astype(X_DTYPE)
+    return np.asarray(X[:, f], dtype=X_DTYPE)
+
+
+def _csc(X):
+    """A canonical float64 CSC copy of a scipy.sparse matrix (duplicates summed)."""
+    X = X.tocsc(copy=True).astype(X_DTYPE, copy=False)
+    X.sum_duplicates()
+    return X
+
+
+class BinMapper:
+    """Map raw feature values to quantile bins.
+
+    Parameters
+    ----------
+    max_bins : int
+        Value bins per feature, at most 255; NaN has its own extra bin.
+    subsample : int or None
+        Rows used to find the edges (``None``: all rows).  Drawn with
+        ``random_state`` when the data has more rows.
+    random_state : int or numpy.random.Generator or None
+        Seed of the subsample.
+    categorical : array of bool, shape (n_features,), or None
+        The categorical features (non-negative integer codes, NaN for missing).
+    min_data_in_bin : int, default=3
+        Fewest (subsampled) training rows of a value bin, LightGBM's parameter and default;
+        1 gives every distinct value of a narrow column its own bin.  Categorical features ignore it.
+
+    Attributes
+    ----------
+    bin_edges_ : ndarray of shape (n_features, max_bins - 1)
+        Upper edges; only the first ``n_edges_[f]`` entries of row ``f`` are used.
+    n_edges_ : ndarray of int32, shape (n_features,)
+    n_bins_non_missing_ : ndarray of int32, shape (n_features,)
+        ``n_edges_ + 1``.
+    standardised_values_ : ndarray of float64, shape (n_features, 256)
+        Per bin, the min-max standardised mean of the (subsampled) training values in it;
+        the missing bin holds the standardised mean of the column (GT-GBM's pseudo-features).
+        A categorical feature's bins get their rank, min-max standardised.
+    categorical_ : ndarray of bool, shape (n_features,)
+    category_codes_ : list of ndarray of int64
+        Per feature, the codes that have a bin, in bin order (bin ``b`` is code
+        ``category_codes_[f][b]``); empty for a numeric feature.
+    """
+
+    def __init__(self, max_bins: int = MAX_BINS, subsample: int | None = 200_000,
+                 random_state=None, categorical=None, min_data_in_bin: int = 3):
+        self.max_bins = max_bins
+        self.subsample = subsample
+        self.random_state = random_state
+        self.categorical = categorical
+        self.min_data_in_bin = min_data_in_bin
+
+    def fit(self, X) -> BinMapper:
+        """Find the edges of ``X`` (an array, or a scipy.sparse matrix: its columns are read one at
+        a time, implicit entries are zeros, the matrix is never densified)."""
+        if not 2 <= self.max_bins <= MAX_BINS:
+            raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {self.max_bins!r}")
+        if not (isinstance(self.min_data_in_bin, (int, np.integer)) and self.min_data_in_bin >= 1):
+            raise ValueError(f"min_data_in_bin must be an integer >= 1, got {self.min_data_in_bin!r}")
+        sparse = scipy.sparse.issparse(X)
+        if not sparse:
+            X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        if self.subsample is not None and X.shape[0] > self.subsample:
+            rng = np.random.default_rng(self.random_state)
+            rows = np.sort(rng.choice(X.shape[0], self.subsample, replace=False))
+            X = X.tocsr()[rows] if sparse else X[rows]
+        d = X.shape[1]
+        self.bin_edges_ = np.zeros((d, max(self.max_bins - 1, 1)), dtype=X_DTYPE)
+        self.n_edges_ = np.zeros(d, dtype=np.int32)
+        self.standardised_values_ = np.zeros((d, MISSING_BIN + 1), dtype=np.float64)
+        if sparse:
+            X = _csc(X)
+            _fit_edges_csc(X.shape[0], X.indptr, X.data, self.max_bins, int(self.min_data_in_bin),
+                           self.bin_edges_, self.n_edges_, self.standardised_values_)
+        else:
+            _fit_edges(X, self.max_bins, int(self.min_data_in_bin), self.bin_edges_, self.n_edges_,
+                       self.standardised_values_)
+        self._fit_categories(X)
+        self.n_bins_non_missing_ = self.n_edges_ + 1
+        return self
+
+    def _fit_categories(self, X) -> None:
+        """Bins of the categorical features: the ``max_bins`` most frequent codes, each its own
+        bin, most frequent first (ties: the smaller code)."""
+        d = X.shape[1]
+        self.categorical_ = np.zeros(d, dtype=bool)
+        if self.categorical is not None:
+            self.categorical_[:] = np.asarray(self.categorical, dtype=bool)
+        self.category_codes_ = [np.zeros(0, dtype=np.int64) for _ in range(d)]
+        for f in np.flatnonzero(self.categorical_):
+            col = _column(X, f)
+            codes, counts = np.unique(col[~np.isnan(col)].astype(np.int64), return_counts=True)
+            keep = codes[np.lexsort((codes, -counts))[:self.max_bins]]
+            self.category_codes_[f] = keep
+            self.bin_edges_[f] = 0.0
+            self.n_edges_[f] = max(keep.size - 1, 0)
+            z = self.standardised_values_[f]
+            z[:] = 0.0
+            if keep.size > 1:
+                z[:keep.size] = np.arange(keep.size) / (keep.size - 1)
+                z[MISSING_BIN] = 0.5
+
+    def _bin_categories(self, X, out: np.ndarray) -> None:
+        for f in np.flatnonzero(self.categorical_):
+            out[:, f] = self.category_bins(f, _column(X, f)).astype(X_BINNED_DTYPE)
+
+    def category_bins(self, f: int, values: np.ndarray) -> np.ndarray:
+        """Bins of categorical feature ``f``'s raw ``values`` (int64; MISSING_BIN for NaN and for
+        codes without a bin)."""
+        keep = self.category_codes_[f]
+        out = np.full(values.shape[0], MISSING_BIN, dtype=np.int64)
+        known = ~np.isnan(values)
+        if keep.size:
+            order = np.argsort(keep)
+            codes = values[known].astype(np.int64)
+            pos = np.minimum(np.searchsorted(keep[order], codes), keep.size - 1)
+            out[known] = np.where(keep[order[pos]] == codes, order[pos], MISSING_BIN)
+        return out
+
+    def categories_to_bins(self, X: np.ndarray) -> np.ndarray:
+        """``X`` (dense, raw) with each categorical column replaced by its bins as floats, NaN for
+        the missing bin: what :meth:`gbfs.booster.tree.PackedEnsemble.predict_raw` reads for them."""
+        X = np.array(X, dtype=X_DTYPE, order="C")
+        for f in np.flatnonzero(self.categorical_):
+            b = self.category_bins(f, X[:, f]).astype(X_DTYPE)
+            b[b == MISSING_BIN] = np.nan
+            X[:, f] = b
+        return X
+
+    @property
+    def has_categorical(self) -> bool:
+        return bool(getattr(self, "categorical_", np.zeros(0, bool)).any())
+
+    def transform(self, X) -> np.ndarray:
+        """Bin ``X`` (an array or a scipy.sparse matrix); returns a Fortran-ordered uint8 array
+        (column scans in the histogram kernel; one byte per entry whatever the input)."""
+        sparse = scipy.sparse.issparse(X)
+        if not sparse:
+            X = np.ascontiguousarray(X, dtype=X_DTYPE)
+        if X.shape[1] != self.bin_edges_.shape[0]:
+            raise ValueError(
+                f"X has {X.shape[1]} features, the bin mapper was fitted on {self.bin_edges_.shape[0]}")
+        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        if sparse:
+            X = _csc(X)
+            _map_csc_to_bins(X.indptr, X.indices, X.data, self.bin_edges_, self.n_edges_, out)
+        else:
+            _map_to_bins(X, self.bin_edges_, self.n_edges_, out)
+        if self.has_categorical:
+            self._bin_categories(X, out)
+        return out
+
+    def fit_transform(self, X: np.ndarray) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+    def threshold(self, feature: int, bin_threshold: int) -> float:
+        """Raw threshold of the split ``bin <= bin_threshold`` (``inf``: all non-missing go left)."""
+        if bin_threshold >= self.n_edges_[feature]:
+            return float("inf")
+        return float(self.bin_edges_[feature, bin_threshold])
+
+    def subset(self, columns: np.ndarray) -> BinMapper:
+        """A fitted mapper of the given columns only (feature ``k`` of it is ``columns[k]`` here),
+        sharing these edges: a model grown on ``transform(X)[:, columns]`` has this mapper's
+        thresholds."""
+        sub = BinMapper(self.max_bins, self.subsample, self.random_state,
+                        min_data_in_bin=getattr(self, "min_data_in_bin", 1))
+        columns = np.asarray(columns, dtype=np.int64)
+        sub.bin_edges_ = self.bin_edges_[columns]
+        sub.n_edges_ = self.n_edges_[columns]
+        sub.n_bins_non_missing_ = self.n_bins_non_missing_[columns]
+        if hasattr(self, "standardised_values_"):
+            sub.standardised_values_ = self.standardised_values_[columns]
+        if hasattr(self, "categorical_"):
+            sub.categorical_ = self.categorical_[columns]
+            sub.category_codes_ = [self.category_codes_[f] for f in columns]
+        return sub

@@ -1,0 +1,451 @@
+"""Best-first tree growth with penalised split selection.
+
+The grower is plain Python over numba kernels, as in pygbm.  Its inputs are the
+rows used for this tree with their weighted residuals/second channel (so row
+samplers plug in without touching it), the feature-usage state Omega (shared with
+the whole ensemble) and the normaliser (1 for GBFS, SSE_root for A-GBM).
+
+Growth is best-first: the pending leaf with the largest penalised score is split
+next, until ``max_leaves`` is reached or no pending leaf has a positive score (the
+papers' rule: a node is a leaf when no split has a positive penalised score).
+Every split that adds a new feature (bag) to Omega lowers penalties, so all pending
+leaves are re-scored from their cached per-feature gains before the next pick --
+the refresh that LightGBM's CEGB missed (its issues 3245 and 3679).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from ..criteria.penalty import Usage
+from .categorical_search import CategoricalSearch
+from .feature_search import FeatureSearch
+from .kernels._types import ROW_DTYPE
+from .kernels.categorical import CAT_DEFAULTS, bins_of, split_partition_set
+from .kernels.histogram import HistogramLayout, build_histogram, gather
+from .kernels.portable import total
+from .kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
+from .kernels.splitting import (
+    best_splits_per_feature,
+    build_and_scan,
+    build_and_scan_serial,
+    penalized_best,
+    subtract_and_scan,
+    subtract_and_scan_serial,
+)
+from .partition import GrownTree, Node, split_partition
+from .tree import TreeBuilder
+
+#: below this many row-features (histogram updates) a node's search runs on one thread: the
+#: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
+#: node for 5 features of 900 rows in parallel against ~0.02 ms serial)
+SERIAL_WORK = 60_000
+#: histogram subtractions of at most this many features run on one thread
+SERIAL_SUBTRACT_FEATURES = 48
+#: a split must gain more than this share of its tree's ``sum w g^2 / h`` (the gain normaliser plus
+#: the root's own term, which bounds every term of every split gain of the tree): below it a "gain"
+#: is floating-point roundoff -- a pure node's split, which would mark an unrelated feature as used
+ROUNDOFF_GAIN = 1e-10
+
+
+@dataclass
+class GrowthParams:
+    """Tree-shape and regularisation parameters (validated by the estimator)."""
+
+    max_depth: int | None = None
+    max_leaves: int | None = 31
+    min_samples_leaf: int = 20
+    min_node_fraction: float | None = None  # the papers' alpha
+    min_child_weight: float = 1e-3
+    reg_lambda: float = 0.0
+    min_split_gain: float = 0.0  # a split must gain more than this (unpenalised gain units)
+    # Histograms kept for the subtraction trick may use at most this multiple of the binned
+    # matrix's memory; beyond it children are built directly from their rows.
+    histogram_memory_ratio: float = 1.5
+    # A node's histogram is kept only if it has at least this many rows: for smaller nodes building
+    # both children from rows is cheaper than the extra passes over a (n_features x 256) histogram.
+    subtraction_min_rows: int = 2048
+    # Features with at most this share of rows outside their most frequent bin are built row-wise from an
+    # index of their other entries (gbfs.booster.kernels.sparse_rows); 0 keeps every feature column-wise.
+    sparse_share: float = SPARSE_SHARE
+    sparse_min_features: int = MIN_SPARSE_FEATURES  # fewer sparse features: all column-wise
+    # how min_samples_leaf counts a child: "rows" exactly, or "hessian" as LightGBM's
+    # min_data_in_leaf does (each histogram bin counts round(H_bin * n_node / H_node) rows);
+    # the estimators resolve their "auto"
+    leaf_count: str = "rows"
+    # categorical split search (gbfs.booster.kernels.categorical.cat_settings order): cat_smooth, cat_l2,
+    # max_cat_threshold, min_data_per_group, max_cat_to_onehot
+    cat_settings: tuple = tuple(CAT_DEFAULTS.values())
+
+
+class TreeGrower:
+    """Grows one tree per call; keeps reusable buffers across the trees of a fit.
+
+    Parameters
+    ----------
+    X_binned : ndarray of uint8, Fortran-ordered, shape (n_rows, n_features)
+    bin_mapper : BinMapper
+        Gives the number of bins per feature and the raw thresholds.
+    params : GrowthParams
+    search : FeatureSearch or None
+        Which features each node scans (:mod:`gbfs.booster.feature_search`): every feature (None, the
+        default), or GT-GBM's Omega and group-test candidates per node or per tree.
+    """
+
+    def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
+        self._min_gain = params.min_split_gain  # grow() adds the roundoff floor of its tree
+        self.search = FeatureSearch() if search is None else search
+        self.X_binned = X_binned
+        self.bin_mapper = bin_mapper
+        self.layout = HistogramLayout(bin_mapper.n_bins_non_missing_)
+        self.n_bins, self.offsets = self.layout.n_bins, self.layout.offsets
+        self.params = params
+        n, d = X_binned.shape
+        self.n_features = d
+        self.features = np.arange(d, dtype=np.int64)
+        self._n_chunks = max(1, min(d, 8 * numba.get_num_threads()))
+        hist_bytes = max(self.layout.nbytes, 1)
+        # a subtraction needs two buffers (the kept parent and the transient smaller child); when
+        # the budget cannot hold two (wide, short data such as Gisette, where one histogram is as
+        # large as the binned matrix) every node is built from its rows instead
+        self._max_hists = int(params.histogram_memory_ratio * X_binned.nbytes // hist_bytes)
+        if self._max_hists < 2:
+            self._max_hists = 0
+        self._n_hists = 0
+        self._free_hists: list[np.ndarray] = []
+        self._dummy_hist = np.empty((1, 3))
+        # categorical features have their own search (None: there are none)
+        self.cats = CategoricalSearch.build(bin_mapper, self.features, params)
+        self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features,
+                                       exclude=None if self.cats is None else self.cats.is_cat)
+        self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
+        self._r_ord = np.empty(n, dtype=np.float64)
+        self._h_ord = np.empty(n, dtype=np.float64)
+        self._buffer = np.empty(n, dtype=ROW_DTYPE)
+        self._no_rows = np.empty(0, dtype=ROW_DTYPE)
+        self._no_h = np.empty(0, dtype=np.float64)
+
+    # -- histogram pool: buffers are reused across nodes and trees (page-faulting a fresh
+    #    30 MB histogram per node costs more than filling it) and capped in number
+    def _get_hist(self):
+        if self._free_hists:
+            return self._free_hists.pop()
+        self._n_hists += 1
+        return self.layout.new()
+
+    def _count_factor(self, node) -> float:
+        """The rows a unit of hessian counts for in ``node`` under ``leaf_count="hessian"`` (0: rows
+        are counted exactly, also whenever every hessian is 1)."""
+        if self.params.leaf_count != "hessian" or self._h_is_count:
+            return 0.0
+        return node.count / (node.sum_h + 2e-15) if node.sum_h > 0 else 0.0
+
+    def _can_keep(self) -> bool:
+        # reserve one buffer for the transient smaller child of a later subtraction
+        if self._max_hists == 0:
+            return False
+        return len(self._free_hists) > 1 or self._n_hists + 1 < self._max_hists
+
+    def _release(self, node):
+        if node.hist is not None:
+            self._free_hists.append(node.hist)
+            node.hist = None
+
+    def release_buffers(self) -> None:
+        self._free_hists.clear()
+        self._n_hists = 0
+
+    def grow(self, rows: np.ndarray, rw: np.ndarray, hw: np.ndarray, usage: Usage,
+             norm: float, hw_is_one: bool = False, X_binned: np.ndarray | None = None,
+             normaliser: float | None = None) -> GrownTree:
+        """Grow a tree on ``rows``.
+
+        Parameters
+        ----------
+        rows : ndarray of int32
+            Rows of ``X_binned`` used for this tree (sorted).
+        rw, hw : ndarray of float64, shape (n_rows,)
+            Per-row weighted residual ``w_i r_i`` and second channel (``w_i`` for the
+            SSE criterion, ``w_i h_i`` for Newton); only entries in ``rows`` are read.
+        usage : Usage
+            Omega (:mod:`gbfs.criteria.penalty`); updated in place as splits use new features.
+        norm : float
+            Divisor of the gain: 1 (GBFS) or SSE_root (A-GBM).
+        hw_is_one : bool
+            ``hw`` is 1 for every row (SSE criterion, unit weights): the histogram kernels then
+            skip the second channel and copy the count into it.
+        X_binned : ndarray of uint8, Fortran-ordered, optional
+            The matrix of this tree (default: the grower's): a compact copy of a row sample has
+            fewer rows but the same columns, and ``rows`` then index the copy.
+        normaliser : float, optional
+            The tree's gain normaliser (:func:`gbfs.booster.normaliser.tree_normaliser`, ``inf`` when no
+            split can gain): scales the roundoff floor of split gains (:data:`ROUNDOFF_GAIN`).
+            None: only ``min_split_gain``.
+        """
+        if X_binned is not None and self.sparse is not None:
+            raise ValueError("a grower with a row-wise sparse index grows on its own matrix only")
+        self._X = self.X_binned if X_binned is None else X_binned
+        self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
+        self._h_is_count = hw_is_one
+        p = self.params
+        n = rows.shape[0]
+        self._min_count = max(2 * p.min_samples_leaf,
+                              math.ceil(p.min_node_fraction * n) if p.min_node_fraction else 0, 2)
+        partition = np.array(rows, dtype=ROW_DTYPE)
+        self._partition = partition
+        # the root reads columns directly when it holds every row in order (no sampler)
+        self._all_rows = n == self._X.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
+        root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
+        builder = TreeBuilder()
+        root = Node(builder.add_node(n), 0, n, 0, total(root_rw), total(root_hw))
+        self._min_gain = p.min_split_gain
+        if normaliser is not None:  # every term of a gain is at most normaliser + G^2 / (H + lambda)
+            scale = normaliser + root.sum_g ** 2 / max(root.sum_h + p.reg_lambda, 1e-300)
+            self._min_gain = max(self._min_gain, ROUNDOFF_GAIN * scale)
+        self.search.begin_tree(self, root, usage)
+        pending, done = [], []
+        if self.splittable(root):
+            self._search(root)
+            pending.append(root)
+        else:
+            done.append(root)
+        n_leaves = 1
+        while pending and (p.max_leaves is None or n_leaves < p.max_leaves):
+            for node in pending:  # refresh: Omega may have grown since the node was scored
+                if node.version != usage.version:
+                    self._complete(node)
+                    self._score(node)
+            best = max(pending, key=lambda nd: nd.score)
+            if not best.score > 0.0:
+                break
+            pending.remove(best)
+            children = self._split(best, builder)
+            n_leaves += 1
+            for child in children:
+                (pending if child.gain is not None else done).append(child)
+        for node in pending:
+            self._release(node)
+        leaves = sorted(done + pending, key=lambda nd: nd.start)
+        return GrownTree(builder, partition,
+                         np.array([nd.id for nd in leaves], dtype=np.int64),
+                         np.array([nd.start for nd in leaves], dtype=np.int64),
+                         np.array([nd.end for nd in leaves], dtype=np.int64))
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def splittable(self, node) -> bool:
+        p = self.params
+        if p.max_depth is not None and node.depth >= p.max_depth:
+            return False
+        # zero hessians and no reg_lambda have no Newton gain (LambdaRank, one relevance): a leaf
+        h_ok = node.sum_h >= 2 * p.min_child_weight and node.sum_h + p.reg_lambda > 0.0
+        return node.count >= self._min_count and h_ok
+
+    def _keep_hist(self, node) -> bool:
+        """Keep this node's histogram so its children can use the subtraction trick?"""
+        p = self.params
+        if p.max_depth is not None and node.depth + 1 >= p.max_depth:
+            return False  # its children are leaves
+        if self.search.per_node:
+            return False  # each child searches its own feature set: nothing to subtract from
+        if node.count < max(self._min_count + p.min_samples_leaf, p.subtraction_min_rows):
+            return False
+        return self._can_keep()
+
+    def gathered(self, node):
+        """The node's rows and their residual / second channel in row order.
+
+        For a root holding every training row in order the kernels get an empty row array and
+        the full vectors (no gather, no indirection).
+        """
+        h_empty = self._no_h if self._h_is_count else None
+        if node.count == self._X.shape[0] and node.start == 0 and self._all_rows:
+            return self._no_rows, self._rw, self._hw if h_empty is None else h_empty
+        rows = self._partition[node.start:node.end]
+        r_ord = self._r_ord[:node.count]
+        gather(self._rw, rows, r_ord)
+        if h_empty is not None:
+            return rows, r_ord, h_empty
+        h_ord = self._h_ord[:node.count]
+        gather(self._hw, rows, h_ord)
+        return rows, r_ord, h_ord
+
+    def _alloc_split_arrays(self, node) -> None:
+        d = self.n_features
+        # a restricted search or a full budget scans a subset: the others stay at -inf (never chosen)
+        restricted = self.search.restricted or self._usage.full
+        node.gain = np.full(d, -np.inf) if restricted else np.empty(d)
+        node.bin = np.empty(d, dtype=np.int32)
+        node.missing_left = np.empty(d, dtype=np.bool_)
+        node.left_sums = np.empty((d, 3), dtype=np.float64)
+        if self.cats is not None:
+            self.cats.alloc(node)
+
+    def _search(self, node, keep=None, features=None) -> None:
+        """Best split per feature of ``node`` from its rows (fused build + scan)."""
+        keep = self._keep_hist(node) if keep is None else keep
+        self._alloc_split_arrays(node)
+        if keep:
+            node.hist = self._get_hist()
+        rows, r_ord, h_ord = self.gathered(node)
+        if features is None:
+            features = self.search.node_features(self, node, self._usage, rows, r_ord, h_ord)
+        node.searched = features
+        self._build_and_scan(node, rows, r_ord, h_ord, features, keep)
+        self._score(node)
+
+    def _numeric(self, features: np.ndarray) -> np.ndarray:
+        return features if self.cats is None else self.cats.numeric_of(features)
+
+    def _scan_categorical(self, node, rows, r_ord, h_ord, features) -> None:
+        if self.cats is not None:
+            self.cats.scan(self, node, rows, r_ord, h_ord, features)
+
+    def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
+        self._scan_categorical(node, rows, r_ord, h_ord, features)
+        sparse = self.sparse if features is self.features else None
+        features = self._numeric(features)
+        if sparse is None:
+            self._fused(node, rows, r_ord, h_ord, features, keep, node.hist if keep else self._dummy_hist)
+            return
+        # the row-wise index covers every sparse feature at once: used when all features are searched
+        if not keep and self._scratch_hist is None:
+            self._scratch_hist = self.layout.new()
+        hist = node.hist if keep else self._scratch_hist
+        self._fused(node, rows, r_ord, h_ord, sparse.dense_features, keep, hist)
+        count, p = float(node.count), self.params
+        sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, count, self.offsets, hist)
+        best_splits_per_feature(hist, sparse.features, self.offsets, self.n_bins, node.sum_g, node.sum_h,
+                                count, float(p.min_samples_leaf), self._count_factor(node),
+                                p.min_child_weight, p.reg_lambda,
+                                node.gain, node.bin, node.missing_left, node.left_sums)
+
+    def _fill_histogram(self, node, rows, r_ord, h_ord, features) -> None:
+        """``node.hist`` for ``features`` without a split search (the subtraction's smaller child)."""
+        if self.sparse is None or features is not self.features:
+            build_histogram(self._X, rows, r_ord, h_ord, self._numeric(features), self.offsets, self.n_bins,
+                            node.hist)
+            return
+        build_histogram(self._X, rows, r_ord, h_ord, self.sparse.dense_features, self.offsets, self.n_bins,
+                        node.hist)
+        self.sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count),
+                                    self.offsets, node.hist)
+
+    def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
+        p = self.params
+        if node.count * features.shape[0] <= SERIAL_WORK:
+            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets,
+                                  self.n_bins, node.sum_g, node.sum_h, float(node.count),
+                                  float(p.min_samples_leaf), self._count_factor(node), p.min_child_weight,
+                                  p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
+            return
+        build_and_scan(self._X, rows, r_ord, h_ord, features,
+                       max(1, min(self._n_chunks, features.shape[0])), keep, hist, self.offsets, self.n_bins,
+                       node.sum_g,
+                       node.sum_h, float(node.count), float(p.min_samples_leaf), self._count_factor(node),
+                       p.min_child_weight,
+                       p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
+
+    # -- pending nodes ---------------------------------------------------------------------------
+    def _complete(self, node) -> None:
+        """A restricted search (GT-GBM): evaluate a pending node on the features that joined Omega
+        after its search.
+
+        Algorithm 2 checks every used feature at the split (line 1); best-first growth scores a
+        node before its siblings' splits add features to Omega, so those are added here.
+        """
+        if not self.search.completes or node.searched is None:
+            return
+        missing = np.setdiff1d(self._usage.free_features(), node.searched, assume_unique=True)
+        if missing.size == 0:
+            return
+        rows, r_ord, h_ord = self.gathered(node)
+        self._build_and_scan(node, rows, r_ord, h_ord, missing, False)
+        node.searched = np.union1d(node.searched, missing)
+        self._release(node)  # its kept histogram lacks the new features: children build from rows
+
+    def _search_by_subtraction(self, large, parent_hist, small_hist, features) -> None:
+        """Best splits of ``large`` from ``parent - small``; the parent's buffer becomes large's."""
+        p = self.params
+        self._alloc_split_arrays(large)
+        large.searched = features
+        if self.cats is not None:
+            subtracts = self.cats.subtracts(large)
+            rows = (self._no_rows, self._no_h, self._no_h) if subtracts else self.gathered(large)
+            self._scan_categorical(large, *rows, features)
+        numeric = self._numeric(features)
+        serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
+        kernel = subtract_and_scan_serial if serial else subtract_and_scan
+        kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, large.sum_g,
+               large.sum_h, float(large.count), float(p.min_samples_leaf), self._count_factor(large),
+               p.min_child_weight, p.reg_lambda, large.gain, large.bin,
+               large.missing_left, large.left_sums)
+        large.hist = parent_hist
+        if not self._keep_hist(large):
+            self._release(large)
+        self._score(large)
+
+    def _score(self, node) -> None:
+        gain = node.gain
+        if self._min_gain > 0.0:  # min_split_gain, and roundoff: too small a gain is no split
+            gain = np.where(gain > self._min_gain, gain, -np.inf)
+        node.feature, node.score = penalized_best(gain, self._usage.penalty(), self._norm)
+        node.version = self._usage.version
+
+    def _split(self, node, builder):
+        f = node.feature
+        b = int(node.bin[f])
+        ml = bool(node.missing_left[f])
+        categorical = self.cats is not None and self.cats.is_cat[f]
+        if categorical:
+            bits = self.cats.bits(node, f)
+            n_left = split_partition_set(self._partition, node.start, node.end, self._X[:, f], bits,
+                                         self._buffer)
+        else:
+            n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml,
+                                     self._buffer)
+        lg, lh, lc = node.left_sums[f]
+        assert int(lc) == n_left, "histogram and partition disagree"
+        left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
+        right = Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
+                      node.depth + 1, node.sum_g - lg, node.sum_h - lh)
+        threshold = math.nan if categorical else self.bin_mapper.threshold(f, b)
+        builder.set_split(node.id, f, threshold, b, ml, left.id, right.id, float(node.gain[f]))
+        if categorical:
+            builder.set_categories(node.id, bins_of(bits))
+        self._usage.mark_used(f)
+        left.gain = right.gain = None
+        self._search_children(node, left, right)
+        # free the per-feature arrays of an internal node
+        node.gain = node.left_sums = node.cat_bits = node.cat_hist = None
+        return left, right
+
+    def _search_children(self, parent, left, right) -> None:
+        """Split search of the splittable children: subtraction when the parent kept its histogram."""
+        small, large = (left, right) if left.count <= right.count else (right, left)
+        if self.cats is not None:
+            self.cats.pair(parent, small, large)
+        wanted = self.search.child_features(self, self._usage) if parent.hist is not None else None
+        if wanted is not None and wanted is not self.features and parent.searched is not self.features \
+                and not np.all(np.isin(wanted, parent.searched, assume_unique=True)):
+            wanted = None  # GT-GBM tree scope: Omega grew beyond the parent's histogram
+        if wanted is not None and self.splittable(large):
+            # the smaller child's histogram must exist in full for the subtraction
+            if self.splittable(small):
+                self._search(small, keep=True, features=wanted)
+            else:
+                small.hist = self._get_hist()
+                rows, r_ord, h_ord = self.gathered(small)
+                self._fill_histogram(small, rows, r_ord, h_ord, wanted)
+            parent_hist, parent.hist = parent.hist, None
+            self._search_by_subtraction(large, parent_hist, small.hist, wanted)
+            if not (self.splittable(small) and self._keep_hist(small)):
+                self._release(small)
+            return
+        self._release(parent)
+        for child in (small, large):
+            if self.splittable(child):
+                self._search(child)

@@ -1,0 +1,141 @@
+"""Histogram kernels over one flat buffer with per-feature bin counts.
+
+A node's histogram is one ``(total_bins, 3)`` float64 array: feature ``f`` owns the rows
+``offsets[f]:offsets[f + 1]`` -- its ``n_bins[f]`` value bins followed by its missing-value bin --
+so a feature with 3 distinct values costs 4 bins, not 256 (:class:`HistogramLayout`).  Per bin
+the sums of the weighted residual, of the second channel (row weight for the papers' first-order
+SSE criterion, weighted hessian for the Newton criterion) and the row count are adjacent, so one
+update touches one cache line.
+
+The binned matrix keeps NaN in bin 255 (:data:`gbfs.booster.kernels._types.MISSING_BIN`); the kernels map it
+to
+the feature's own missing slot ``n_bins[f]`` with one ``min``, as every value bin is below it.
+
+Only the smaller child of a split is built from rows; its sibling is ``parent - smaller`` (the
+subtraction trick of LightGBM), which costs one pass over the histogram instead of a pass over
+the larger child's rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._types import HISTOGRAM_DTYPE, MISSING_BIN
+
+
+class HistogramLayout:
+    """Where each feature's bins live in a flat histogram.
+
+    Parameters
+    ----------
+    n_bins_non_missing : array of int, shape (n_features,)
+        Value bins of each feature (``BinMapper.n_bins_non_missing_``); each feature gets one
+        more bin for its missing values.
+
+    Attributes
+    ----------
+    n_bins : ndarray of int32
+    offsets : ndarray of int64, shape (n_features + 1,)
+        Feature ``f``'s bins are rows ``offsets[f]:offsets[f + 1]`` of the flat histogram.
+    total : int
+        Rows of the flat histogram.
+    max_width : int
+        Widest feature (bins including the missing one), the size of per-feature scratch buffers.
+    """
+
+    def __init__(self, n_bins_non_missing: np.ndarray):
+        self.n_bins = np.ascontiguousarray(n_bins_non_missing, dtype=np.int32)
+        if np.any(self.n_bins < 1) or np.any(self.n_bins > MISSING_BIN):
+            raise ValueError(f"n_bins_non_missing must be in [1, {MISSING_BIN}]")
+        self.offsets = np.zeros(self.n_bins.shape[0] + 1, dtype=np.int64)
+        np.cumsum(self.n_bins.astype(np.int64) + 1, out=self.offsets[1:])
+        self.total = int(self.offsets[-1])
+        self.max_width = int(self.n_bins.max()) + 1 if self.n_bins.size else 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one histogram."""
+        return self.total * 3 * np.dtype(HISTOGRAM_DTYPE).itemsize
+
+    def new(self) -> np.ndarray:
+        return np.empty((max(self.total, 1), 3), dtype=HISTOGRAM_DTYPE)
+
+    def feature(self, hist: np.ndarray, f: int) -> np.ndarray:
+        """Feature ``f``'s bins (a view): value bins, then the missing bin."""
+        return hist[self.offsets[f]:self.offsets[f + 1]]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _accumulate(col, rows, r_ord, h_ord, hf, nb):
+    """Sums of one feature over the node's rows (``r_ord``/``h_ord`` are gathered by row order).
+
+    ``hf`` has ``nb + 1`` bins: the value bins and the missing bin ``nb`` (bin 255 of the binned
+    column).  ``rows`` empty means "all rows, in order" (the root without sampling): reading the
+    column directly is ~40% faster than through the index array.  ``h_ord`` empty means the
+    second channel equals the count (the papers' SSE criterion with unit row weights): two sums
+    per row instead of three, ~35% faster, and the count is copied into channel 1 afterwards.
+    """
+    width = nb + 1
+    for b in range(width):
+        hf[b, 0] = 0.0
+        hf[b, 1] = 0.0
+        hf[b, 2] = 0.0
+    n = r_ord.shape[0]
+    unit = h_ord.shape[0] == 0
+    if rows.shape[0] == 0 and unit:
+        for i in range(n):
+            b = min(np.int64(col[i]), nb)
+            hf[b, 0] += r_ord[i]
+            hf[b, 2] += 1.0
+    elif rows.shape[0] == 0:
+        for i in range(n):
+            b = min(np.int64(col[i]), nb)
+            hf[b, 0] += r_ord[i]
+            hf[b, 1] += h_ord[i]
+            hf[b, 2] += 1.0
+    elif unit:
+        for i in range(n):
+            b = min(np.int64(col[np.uint32(rows[i])]), nb)  # unsigned: no negative-index wraparound
+            hf[b, 0] += r_ord[i]
+            hf[b, 2] += 1.0
+    else:
+        for i in range(n):
+            b = min(np.int64(col[np.uint32(rows[i])]), nb)
+            hf[b, 0] += r_ord[i]
+            hf[b, 1] += h_ord[i]
+            hf[b, 2] += 1.0
+    if unit:
+        for b in range(width):
+            hf[b, 1] = hf[b, 2]
+
+
+@njit(parallel=True, cache=True)
+def build_histogram(X_binned, rows, r_ord, h_ord, features, offsets, n_bins, hist):
+    """Fill the bins of ``features`` in the flat ``hist`` for the rows ``rows`` (empty: all rows);
+    parallel over features, the others are untouched.
+
+    ``X_binned`` is Fortran-ordered so each feature's column is contiguous and the
+    per-feature sums stay in L1 (at most 6 KiB) while its column is streamed.
+    """
+    for k in prange(features.shape[0]):
+        f = features[k]
+        _accumulate(X_binned[:, f], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
+
+
+@njit(parallel=True, cache=True)
+def subtract_histograms(parent, child, out):
+    """``out = parent - child`` over a whole flat histogram (``out`` may be ``parent``)."""
+    for b in prange(parent.shape[0]):
+        for c in range(3):
+            out[b, c] = parent[b, c] - child[b, c]
+
+
+@njit(cache=True, nogil=True)
+def gather(values, rows, out):
+    """``out[i] = values[rows[i]]``: gradients in the node's row order, read once per node.
+
+    Serial: O(n_node) and memory-bound, cheaper than a parallel launch.
+    """
+    for i in range(rows.shape[0]):
+        out[i] = values[rows[i]]

@@ -1,0 +1,1 @@
+"""Losses (residuals, hessians, links) and the metrics recorded in ``history_``."""

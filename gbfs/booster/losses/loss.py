@@ -1,0 +1,120 @@
+"""Losses: residuals (negative gradients) and hessians as numba kernels.
+
+The papers fit each tree to the residuals ``r_i = -dl/dF(x_i)`` (the ``g_i`` of
+Eq. 1 of the GT-GBM paper and Eq. 14 of the GBFS paper); the hessian is only used
+by the optional Newton criterion and leaf values.
+
+The kernels are serial on purpose: they are O(n) and memory-bound, and a parallel
+launch costs more than the work for the data sizes of the papers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy.special import expit
+
+from ..kernels.portable import mean
+
+
+@njit(cache=True)
+def _logistic_residuals(y, raw, r, h):
+    for i in range(y.shape[0]):
+        p = 1.0 / (1.0 + math.exp(-raw[i]))
+        r[i] = y[i] - p
+        h[i] = p * (1.0 - p)
+
+
+@njit(cache=True)
+def _logistic_loss(y, raw):
+    total = 0.0
+    for i in range(y.shape[0]):
+        f = raw[i]
+        # log(1 + exp(f)) - y f, written to stay finite for large |f|
+        if f > 0:
+            total += f + math.log1p(math.exp(-f)) - y[i] * f
+        else:
+            total += math.log1p(math.exp(f)) - y[i] * f
+    return total / y.shape[0]
+
+
+@njit(cache=True)
+def _squared_residuals(y, raw, r, h):
+    for i in range(y.shape[0]):
+        r[i] = y[i] - raw[i]
+        h[i] = 1.0
+
+
+@njit(cache=True)
+def _squared_loss(y, raw):
+    total = 0.0
+    for i in range(y.shape[0]):
+        e = y[i] - raw[i]
+        total += 0.5 * e * e
+    return total / y.shape[0]
+
+
+class LogisticLoss:
+    """Binary log-loss on labels in {0, 1}; raw scores are log-odds."""
+
+    name = "logistic"
+
+    @staticmethod
+    def init_score(y: np.ndarray) -> float:
+        p = min(max(mean(y), 1e-15), 1 - 1e-15)
+        return math.log(p / (1.0 - p))
+
+    @staticmethod
+    def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
+        _logistic_residuals(y, raw, r, h)
+
+    @staticmethod
+    def loss(y: np.ndarray, raw: np.ndarray) -> float:
+        return float(_logistic_loss(y, raw))
+
+    @staticmethod
+    def inverse_link(raw: np.ndarray) -> np.ndarray:
+        return expit(raw)  # no overflow warning for large negative scores
+
+
+class SquaredLoss:
+    """Half squared error; raw scores are predictions."""
+
+    name = "squared_error"
+
+    @staticmethod
+    def init_score(y: np.ndarray) -> float:
+        return mean(y)
+
+    @staticmethod
+    def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
+        _squared_residuals(y, raw, r, h)
+
+    @staticmethod
+    def loss(y: np.ndarray, raw: np.ndarray) -> float:
+        return float(_squared_loss(y, raw))
+
+    @staticmethod
+    def inverse_link(raw: np.ndarray) -> np.ndarray:
+        return raw
+
+
+def _lambdarank():
+    from .ranking import LambdaRankLoss
+
+    return LambdaRankLoss
+
+
+LOSSES = {LogisticLoss.name: LogisticLoss, SquaredLoss.name: SquaredLoss}
+#: losses whose rows come in query groups (an instance per data set: :func:`loss_for`)
+QUERY_LOSSES = {"lambdarank": _lambdarank}
+
+
+def loss_for(params, offsets=None):
+    """The loss of a fit's ``params`` (a :class:`gbfs.booster.boosting.BoostingParams`): the class of a
+    pointwise loss, or a ranking loss on ``offsets`` (default: the training queries, ``params.query``)."""
+    if params.loss in QUERY_LOSSES:
+        return QUERY_LOSSES[params.loss]()(params.query if offsets is None else offsets, params.eval_at)
+    return LOSSES[params.loss]

@@ -1,0 +1,106 @@
+"""Multiclass boosting: one tree per class per round on the softmax gradient, one Omega.
+
+Each round fixes every row's softmax normaliser (:class:`gbfs.booster.losses.softmax.RoundScores`), then grows
+the classes' trees in class order, each a :class:`~gbfs.booster.tree_step.TreeStep` on its class's
+residuals ``1{y = k} - p_k`` (Friedman's multiclass boosting; LightGBM's ``multiclass``).  All
+trees are grown against one :class:`~gbfs.criteria.penalty.Usage`: a feature is paid for once for the whole
+model, as the multitask penalty of the GT-GBM paper's Eq. 2 pays once for all tasks
+(``mu_t = 0``), and the next class's tree already sees it as free.  The classes share one grower
+(its histogram pool and feature search), so memory does not grow with the number of classes.
+
+The trees come back round-major (tree ``i`` belongs to class ``i % K``, LightGBM's order) and
+``history`` has one record per round: ``{set}_loss`` (multiclass log-loss), ``{set}_auc`` (macro
+one-vs-rest AUC) and ``{set}_accuracy``, and the trees' statistics (:func:`_round_stats`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..criteria.penalty import Usage
+from .boosting import BoostingParams, BoostingResult, close_round
+from .callbacks import EarlyStopException, reset_all
+from .feature_search import FeatureSearch
+from .grower import TreeGrower
+from .losses.softmax import ClassGradient, RoundScores, SoftmaxLoss
+from .tree import PackedEnsemble, Tree
+from .tree_step import TreeStep
+
+
+class SoftmaxEvaluator:
+    """Running ``(n, K)`` raw scores of one data set and its multiclass metrics."""
+
+    def __init__(self, name: str, X_binned: np.ndarray, codes: np.ndarray, init: np.ndarray,
+                 loss: SoftmaxLoss):
+        self.name, self.X_binned, self.codes, self.loss = name, X_binned, codes, loss
+        self.raw = np.tile(init, (codes.shape[0], 1))
+        self._col = np.empty(codes.shape[0])
+
+    def add_tree(self, tree: Tree, k: int) -> None:
+        self._col[:] = 0.0
+        PackedEnsemble([tree]).predict_binned(self.X_binned, self._col)
+        self.raw[:, k] += self._col
+
+    def record(self, rec: dict) -> None:
+        rec[f"{self.name}_loss"] = self.loss.loss(self.codes, self.raw)
+        rec.update({f"{self.name}_{k}": v for k, v in self.loss.metrics(self.codes, self.raw).items()})
+
+
+def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(), callbacks=(),
+                  model=None, search: FeatureSearch | None = None, sample_rng=None) -> BoostingResult:
+    """Fit ``params.n_estimators`` rounds of ``params.n_classes`` trees.
+
+    Parameters are those of :func:`gbfs.booster.boosting.boost`, with ``y`` (and every eval set's labels)
+    the class codes ``0 .. K-1`` as floats.  The result's ``init_score`` is the array of the
+    classes' initial scores and its ``trees`` are round-major.
+    """
+    K = params.n_classes
+    loss = SoftmaxLoss(K)
+    codes = y.astype(np.int64)
+    shared = RoundScores(loss, codes)
+    grower = TreeGrower(X_binned, bin_mapper, params.growth, search)
+    steps = [TreeStep(X_binned, (codes == k).astype(np.float64), bin_mapper, params, search, sample_rng,
+                      loss=ClassGradient(shared, k), grower=grower) for k in range(K)]
+    train = SoftmaxEvaluator("train", X_binned, codes, shared.init, loss)
+    evaluators = [SoftmaxEvaluator(name, Xb, yv.astype(np.int64), shared.init, loss)
+                  for name, Xb, yv in evals]
+    trees, history = [], []
+    best_iteration = None
+    reset_all(callbacks)
+    start = time.perf_counter()
+    try:
+        for it in range(params.n_estimators):
+            shared.start_round([s.raw for s in steps])
+            per_class = []
+            for k, step in enumerate(steps):
+                tree, stats = step.grow(it, usage)
+                trees.append(tree)
+                for ev in evaluators:
+                    ev.add_tree(tree, k)
+                train.raw[:, k] = step.raw
+                per_class.append(stats)
+            rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
+                   **_round_stats(per_class), "n_features_used": len(usage.order)}
+            if close_round(it, rec, [train, *evaluators], history, callbacks, model, params, usage):
+                break
+    except EarlyStopException as stop:
+        best_iteration = stop.best_iteration
+    finally:
+        grower.release_buffers()
+    return BoostingResult(trees, shared.init.copy(), history, best_iteration)
+
+
+def _round_stats(per_class: list[dict]) -> dict:
+    """A round's tree statistics: the classes' mean root variance and gain normaliser, each
+    class's gain normaliser (``gain_normaliser_class{k}``: A-GBM divides class ``k``'s gains by
+    it, so a normalised gain of its tree needs it), their total number of leaves (and of sampled
+    rows)."""
+    out = {"root_variance": float(np.mean([s["root_variance"] for s in per_class])),
+           "gain_normaliser": float(np.mean([s["gain_normaliser"] for s in per_class])),
+           **{f"gain_normaliser_class{k}": float(s["gain_normaliser"]) for k, s in enumerate(per_class)},
+           "n_leaves": int(sum(s["n_leaves"] for s in per_class))}
+    if "n_rows_sampled" in per_class[0]:
+        out["n_rows_sampled"] = int(sum(s["n_rows_sampled"] for s in per_class))
+    return out

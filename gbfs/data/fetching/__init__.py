@@ -1,0 +1,1 @@
+"""Downloading real data sets: transfers, locks, the manifest of checksums, sanity checks."""

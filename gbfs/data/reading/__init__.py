@@ -1,0 +1,1 @@
+"""Reading users' own files (CSV, Parquet, LibSVM, npz, ranking files) into data sets."""

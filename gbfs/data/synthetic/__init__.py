@@ -1,0 +1,1 @@
+"""Synthetic data generators, registered by name."""

@@ -1,0 +1,194 @@
+"""Flight-delay stand-in with the benchm-ml columns, one-hot encoded like the real data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from ..formats import encode_flight, encode_flight_categorical
+from .base import SyntheticData, check_positive, check_seed, child, finish, n_rows, streams
+
+# The carriers of the 2005-2006 flights benchm-ml samples from
+CARRIERS = ("AA", "AQ", "AS", "B6", "CO", "DH", "DL", "EV", "F9", "FL", "HA", "HP", "MQ", "NW", "OH",
+            "OO", "TZ", "UA", "US", "WN", "XE", "YV")
+# 280 airports: the encoded width is 12 + 31 + 7 + 22 + 280 + 280 + 2 = 634, the paper's
+N_AIRPORTS = 280
+POSITIVE_RATE = 0.19
+ROWS_PER_BLOCK = 1 << 16
+N_CALIBRATION = 100_000
+_LETTERS = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+
+
+def _zipf(n: int, a: float, b: float) -> np.ndarray:
+    """Probabilities ``(k + b)^-a``: a few hubs, a long tail (rarest airport ~0.05 %)."""
+    p = (np.arange(n) + b) ** -a
+    return p / p.sum()
+
+
+@dataclass(frozen=True)
+class _FlightModel:
+    """Airports and label effects drawn from the model stream (shared by train and test)."""
+
+    airports: np.ndarray          # codes, most frequent first
+    airport_p: np.ndarray
+    coords: np.ndarray            # (N_AIRPORTS, 2) positions in miles, for Distance
+    carrier_p: np.ndarray
+    carrier_effect: dict[str, float]
+    origin_effect: dict[str, float]
+    month: int
+    weekday: int
+    intercept: float = 0.0
+
+    def logit(self, df: pd.DataFrame) -> np.ndarray:
+        """Log-odds of a delay: later departures, a few carriers/origins, one month and weekday."""
+        minutes = (df["DepTime"].to_numpy() // 100) * 60 + df["DepTime"].to_numpy() % 100
+        out = self.intercept + 3.0 * np.clip((minutes - 360) / 960.0, 0.0, 1.0)
+        out = out + df["UniqueCarrier"].map(self.carrier_effect).fillna(0.0).to_numpy()
+        out = out + df["Origin"].map(self.origin_effect).fillna(0.0).to_numpy()
+        out = out + 0.5 * (df["Month"] == f"c-{self.month}").to_numpy()
+        return out + 0.4 * (df["DayOfWeek"] == f"c-{self.weekday}").to_numpy()
+
+
+def _make_model(rng: np.random.Generator) -> _FlightModel:
+    codes: set[str] = set()
+    while len(codes) < N_AIRPORTS:
+        codes.add("".join(rng.choice(_LETTERS, 3)))
+    airports = rng.permutation(sorted(codes))
+    carrier_p = _zipf(len(CARRIERS), 1.0, 3.0)[rng.permutation(len(CARRIERS))]
+    # Effects only on frequent levels, so that they show in samples of a few thousand rows
+    top_carriers = np.array(CARRIERS)[np.argsort(-carrier_p)[:8]]
+    carriers = rng.choice(top_carriers, 3, replace=False)
+    origins = rng.choice(airports[:10], 3, replace=False)
+    model = _FlightModel(
+        airports=airports, airport_p=_zipf(N_AIRPORTS, 1.2, 5.0),
+        coords=rng.uniform((0.0, 0.0), (2600.0, 1200.0), (N_AIRPORTS, 2)), carrier_p=carrier_p,
+        carrier_effect=dict(zip(carriers, (0.8, 0.6, -0.7))),
+        origin_effect=dict(zip(origins, (0.7, 0.5, -0.6))),
+        month=int(rng.integers(1, 13)), weekday=int(rng.integers(1, 8)))
+    # Intercept set on a calibration sample so that about 19 % of flights are delayed
+    base = model.logit(_features(rng, model, N_CALIBRATION))
+    lo, hi = -10.0, 10.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.mean(1 / (1 + np.exp(-(base + mid)))) < POSITIVE_RATE else (lo, mid)
+    return replace(model, intercept=(lo + hi) / 2)
+
+
+def _dep_time(rng: np.random.Generator, rows: int) -> np.ndarray:
+    """hhmm in 1..2400: most departures 6:00-22:00, a few at night (2400 is midnight, as in the data)."""
+    day = rng.uniform(360, 1320, rows)
+    minutes = np.where(rng.random(rows) < 0.97, day, rng.uniform(0, 1440, rows))
+    minutes = np.floor(minutes).astype(np.int64) + 1
+    return minutes // 60 * 100 + minutes % 60
+
+
+def _features(rng: np.random.Generator, model: _FlightModel, rows: int) -> pd.DataFrame:
+    """The benchm-ml feature columns of ``rows`` flights (dates are real 2005 dates)."""
+    dates = np.datetime64("2005-01-01") + rng.integers(0, 365, rows)
+    month = dates.astype("datetime64[M]")
+    weekday = (dates.astype(np.int64) + 3) % 7 + 1          # 1970-01-01 was a Thursday; Monday = 1
+    origin = rng.choice(N_AIRPORTS, rows, p=model.airport_p)
+    dest = rng.choice(N_AIRPORTS, rows, p=model.airport_p)
+    dest = np.where(dest == origin, (dest + 1) % N_AIRPORTS, dest)
+    miles = np.linalg.norm(model.coords[origin] - model.coords[dest], axis=1) * rng.uniform(1.0, 1.15, rows)
+    return pd.DataFrame({
+        "Month": _c(month.astype(np.int64) % 12 + 1),
+        "DayofMonth": _c((dates - month).astype(np.int64) + 1),
+        "DayOfWeek": _c(weekday),
+        "DepTime": _dep_time(rng, rows),
+        "UniqueCarrier": np.array(CARRIERS)[rng.choice(len(CARRIERS), rows, p=model.carrier_p)],
+        "Origin": model.airports[origin],
+        "Dest": model.airports[dest],
+        "Distance": np.maximum(np.rint(miles), 30).astype(np.int64),
+    })
+
+
+def _c(values: np.ndarray) -> np.ndarray:
+    """benchm-ml's categorical spelling of small integers: 1 -> "c-1"."""
+    return np.char.add("c-", values.astype(str)).astype(object)
+
+
+def _frame(seq: np.random.SeedSequence, model: _FlightModel, n: int) -> pd.DataFrame:
+    """``n`` flights with labels, in blocks of fixed size (row ``i`` does not depend on ``n``)."""
+    blocks = []
+    for b in range((n + ROWS_PER_BLOCK - 1) // ROWS_PER_BLOCK):
+        rng = np.random.default_rng(child(seq, b))
+        df = _features(rng, model, ROWS_PER_BLOCK)
+        delayed = rng.random(ROWS_PER_BLOCK) < 1 / (1 + np.exp(-model.logit(df)))
+        blocks.append(df.assign(dep_delayed_15min=np.where(delayed, "Y", "N")))
+    return pd.concat(blocks, ignore_index=True).iloc[:n].reset_index(drop=True)
+
+
+def _relevant_names(model: _FlightModel) -> list[str]:
+    return (["DepTime", f"Month=c-{model.month}", f"DayOfWeek=c-{model.weekday}"]
+            + [f"UniqueCarrier={c}" for c in model.carrier_effect]
+            + [f"Origin={o}" for o in model.origin_effect])
+
+
+def _generate(scale: float, random_state: int) -> tuple[_FlightModel, pd.DataFrame, pd.DataFrame]:
+    scale, seed = check_positive("scale", scale), check_seed(random_state)
+    rng, train_seq, test_seq = streams(seed)
+    model = _make_model(rng)
+    n = n_rows(100_000, scale)
+    return model, _frame(train_seq, model, n), _frame(test_seq, model, n)
+
+
+def flight_frames(scale: float = 1.0, random_state: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The raw (train, test) frames of :func:`flight_like`, in benchm-ml's columns and spelling.
+
+    Strings for the categorical columns and the "Y"/"N" label, ints for DepTime and Distance,
+    columns in the order of benchm-ml's CSV files (for writing format-exact test files).
+    """
+    _, train, test = _generate(scale, random_state)
+    return train, test
+
+
+def flight_like(scale: float = 1.0, random_state: int = 0, categorical: bool = False) -> SyntheticData:
+    """Stand-in of benchm-ml's Flight delay data: 100 000 + 100 000 rows, about 634 one-hot columns.
+
+    Columns as in benchm-ml: Month, DayofMonth, DayOfWeek ("c-1", ...; from real 2005 dates),
+    DepTime (hhmm, 1..2400), UniqueCarrier (22 codes), Origin and Dest (280 made-up airport
+    codes with Zipf-like frequencies), Distance (miles between the airports) and
+    dep_delayed_15min (about 19 % "Y"). The delay log-odds rise with DepTime and shift for
+    3 carriers, 3 origins, one month and one weekday; ``relevant`` holds exactly those 9
+    encoded columns (fewer if a level is absent from a tiny sample). Encoded with
+    :func:`gbfs.data.formats.encode_flight`, which keeps the levels present in train or test,
+    so at small ``scale`` rare airports may be missing and the width below 634.
+
+    Parameters
+    ----------
+    scale : float
+        Multiplies the row counts (at least 50 rows per split).
+    random_state : int
+    categorical : bool
+        Keep the eight columns before one-hot encoding: the six categorical ones as integer codes
+        of their levels (:func:`gbfs.data.formats.encode_flight_categorical`; ``categorical`` and
+        ``categories`` of the result say which and what), for categorical splits.  ``relevant``
+        then holds the 5 columns the signal depends on.
+
+    Returns
+    -------
+    SyntheticData
+        ``task == "binary"``; names like ``"UniqueCarrier=AA"``, then ``"DepTime"``, ``"Distance"``
+        (with ``categorical``: the column names).
+    """
+    if not isinstance(categorical, bool):
+        raise TypeError(f"categorical must be true or false, got {categorical!r}")
+    model, train, test = _generate(scale, random_state)
+    if categorical:
+        X_train, y_train, X_test, y_test, names, levels = encode_flight_categorical(train, test)
+        relevant = sorted({names.index(n.split("=")[0]) for n in _relevant_names(model)})
+        return finish(X_train, y_train, X_test, y_test, names, np.array(relevant), "binary",
+                      categorical=tuple(range(len(levels))), categories=levels)
+    X_train, y_train, X_test, y_test, names = encode_flight(train, test)
+    index = {name: j for j, name in enumerate(names)}
+    relevant = [index[name] for name in _relevant_names(model) if name in index]
+    return finish(X_train, y_train, X_test, y_test, names, np.array(relevant), "binary")
+
+
+def flight_like_categorical(scale: float = 1.0, random_state: int = 0) -> SyntheticData:
+    """:func:`flight_like` before one-hot encoding (``categorical=True``): six categorical columns
+    as integer codes, then DepTime and Distance."""
+    return flight_like(scale, random_state, categorical=True)

@@ -1,0 +1,189 @@
+"""Parameter validation of the GBFS estimators, in Python before any numba kernel runs.
+
+Every error names the parameter.  :func:`check_params` turns an estimator's parameters into the
+booster's :class:`~gbfs.booster.boosting.BoostingParams` (``fit`` and ``load_model`` share it);
+:func:`boosting_params` adds what only a fit on this machine checks.
+"""
+
+from __future__ import annotations
+
+import inspect
+from contextlib import contextmanager
+
+import numba
+import numpy as np
+from sklearn.utils import check_random_state
+
+from .. import validation as V
+from ..booster.boosting import BoostingParams
+from ..booster.grower import GrowthParams
+from ..booster.kernels._types import MAX_BINS
+from ..criteria import group_testing
+from ..criteria.methods import METHODS
+from ..criteria.refit import IMPORTANCE_TYPES
+from ..sampling import samplers as sampling
+
+#: how min_samples_leaf counts a child's rows (GrowthParams.leaf_count)
+LEAF_COUNTS = ("auto", "rows", "hessian")
+_GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", "group_test_scope",
+                      "group_test_rows", "max_precompute_bytes")
+
+#: largest learning_rate.  Above 2 a mean leaf already overshoots the residuals it fits (they
+#: grow by |1 - lr| per tree); far above, the scores overflow float64 within a few trees, so such
+#: a value is refused before any work rather than reported as a diverged fit
+MAX_LEARNING_RATE = 100.0
+
+
+def boosting_params(est) -> BoostingParams:
+    """:func:`check_params`, and that ``n_threads`` fits numba's thread pool: a fit with more threads
+    than numba was started with is refused (prediction caps them, see :func:`prediction_threads`)."""
+    params = check_params(est)
+    pool = numba.config.NUMBA_NUM_THREADS
+    if est.n_threads is not None and est.n_threads > pool:
+        raise ValueError(f"n_threads={est.n_threads} exceeds the {pool} threads numba was started "
+                         "with (set NUMBA_NUM_THREADS to allow more)")
+    return params
+
+
+def check_params(est, warn: bool = True) -> BoostingParams:
+    """Validate every parameter of ``est`` (a GBFS estimator) into the booster's settings.
+
+    Errors name the parameter.  ``warn=False`` leaves out the warnings about arguments the chosen
+    method or sampler ignores (a loaded model file was warned about when it was fitted).
+    """
+    method = V.check_choice("method", est.method, tuple(METHODS))
+    mu = V.check_real("mu", est.mu, low=0.0)
+    max_mu = METHODS[method].max_mu
+    if max_mu is not None and mu > max_mu:
+        raise ValueError(f"mu must be in [0, {max_mu:g}] for method={method!r} (normalised gains are "
+                         f"at most 1), got {est.mu!r}")
+    scope = _group_test_params(est, method, warn)
+    _selection_params(est, method)
+    growth = GrowthParams(
+        max_depth=V.check_int("max_depth", est.max_depth, 1, allow_none=True),
+        max_leaves=V.check_int("max_leaves", est.max_leaves, 2, allow_none=True),
+        min_samples_leaf=V.check_int("min_samples_leaf", est.min_samples_leaf, 1),
+        leaf_count=V.check_choice("leaf_count", getattr(est, "leaf_count", "auto"), LEAF_COUNTS),
+        min_node_fraction=V.check_real("min_node_fraction", est.min_node_fraction, 0.0, 1.0,
+                                       low_open=True, high_open=True, allow_none=True),
+        min_child_weight=V.check_real("min_child_weight", est.min_child_weight, low=0.0),
+        min_split_gain=V.check_real("min_split_gain", getattr(est, "min_split_gain", 0.0), low=0.0),
+        reg_lambda=V.check_real("reg_lambda", est.reg_lambda, low=0.0),
+        cat_settings=(V.check_real("cat_smooth", est.cat_smooth, low=0.0),
+                      V.check_real("cat_l2", est.cat_l2, low=0.0),
+                      V.check_int("max_cat_threshold", est.max_cat_threshold, 1),
+                      V.check_int("min_data_per_group", est.min_data_per_group, 1),
+                      V.check_int("max_cat_to_onehot", est.max_cat_to_onehot, 1)),
+    )
+    V.check_int("max_bins", est.max_bins, 2)
+    if est.max_bins > MAX_BINS:
+        raise ValueError(f"max_bins must be <= {MAX_BINS}, got {est.max_bins!r}")
+    V.check_int("bin_subsample", est.bin_subsample, 1000, allow_none=True)
+    V.check_int("min_data_in_bin", getattr(est, "min_data_in_bin", 1), 1)
+    V.check_int("early_stopping_rounds", est.early_stopping_rounds, 1, allow_none=True)
+    V.check_int("n_threads", est.n_threads, 1, allow_none=True)
+    try:
+        check_random_state(est.random_state)
+    except ValueError as e:
+        raise ValueError(f"random_state: {e}") from e
+    learning_rate = V.check_real("learning_rate", est.learning_rate, low=0.0, high=MAX_LEARNING_RATE,
+                                 low_open=True)
+    sampler = sampling.from_params(est.sampler, est.subsample, est.top_rate, est.other_rate,
+                                   est.mvs_lambda, est.goss_style, learning_rate, warn=warn)
+    return BoostingParams(
+        loss=est._loss, method=method, sampler=sampler,
+        n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
+        learning_rate=learning_rate,
+        criterion=V.check_choice("criterion", est.criterion, V.CRITERIA),
+        leaf_estimate=V.check_choice("leaf_estimate", est.leaf_estimate, V.LEAF_ESTIMATES),
+        growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
+        eval_at=V.check_int("eval_at", getattr(est, "eval_at", 10), 1),
+        stop_when_full=bool(est.refit) and not METHODS[method].ranks,
+        selection_patience=None if METHODS[method].ranks else est.selection_patience)
+
+def _selection_params(est, method) -> None:
+    V.check_int("max_features", est.max_features, 1, allow_none=True)
+    max_cost = V.check_real("max_cost", getattr(est, "max_cost", None), low=0.0, low_open=True,
+                            allow_none=True)
+    if not isinstance(est.refit, (bool, np.bool_)):
+        raise TypeError(f"refit must be a bool, got {est.refit!r} ({type(est.refit).__name__})")
+    V.check_int("selection_patience", est.selection_patience, 1, allow_none=True)
+    V.check_choice("importance_type", est.importance_type, IMPORTANCE_TYPES)
+    ranks = METHODS[method].ranks
+    if ranks and est.max_features is None and max_cost is None:
+        raise ValueError(f"method={method!r} needs max_features (its K, the number of features kept) "
+                         "or max_cost")
+    if est.selection_patience is not None and not est.refit and not ranks:
+        raise ValueError("selection_patience only applies with refit=True (it ends the selection "
+                         "fit, whose trees a refit replaces)")
+    if ranks and est.feature_bags is not None:
+        raise ValueError(f"feature_bags do not apply to method={method!r} (it ranks features by "
+                         "importance, no penalty); use gbfs, agbm or gtgbm")
+    if ranks and est.feature_costs is not None and max_cost is None:
+        raise ValueError(f"feature_costs only apply to method={method!r} with max_cost (it ranks "
+                         "features by importance, no penalty); use gbfs, agbm or gtgbm")
+
+def _group_test_params(est, method, warn) -> str:
+    V.check_int("n_target_features", est.n_target_features, 1, allow_none=True)
+    V.check_real("delta", est.delta, 0.0, 1.0, low_open=True, high_open=True)
+    V.check_int("n_subsets", est.n_subsets, 1, allow_none=True)
+    V.check_int("subset_size", est.subset_size, 1, allow_none=True)
+    scope = V.check_choice("group_test_scope", est.group_test_scope, V.GROUP_TEST_SCOPES)
+    V.check_int("group_test_rows", est.group_test_rows, 2, allow_none=True)
+    V.check_int("max_precompute_bytes", est.max_precompute_bytes, 1)
+    if not METHODS[method].group_tests:
+        defaults = inspect.signature(type(est).__init__).parameters  # one source of the defaults
+        changed = [k for k in _GROUP_TEST_PARAMS if getattr(est, k) != defaults[k].default]
+        if changed and warn:
+            V.warn_user(f"{', '.join(changed)} only apply to method='gtgbm' and are ignored "
+                        f"for method={method!r}")
+    return scope
+
+def group_test_plan(est, n_rows, n_features):
+    """GT-GBM's subset plan, checked against the data width and the memory budget.
+
+    ``n_target_features=None`` (the default) seeks ``min(10, n_features)`` features, so GT-GBM's
+    defaults fit narrow data; a value given explicitly must not exceed the width."""
+    s = est.n_target_features
+    if s is None:
+        s = min(group_testing.DEFAULT_N_TARGET_FEATURES, n_features)
+    elif s > n_features:
+        raise ValueError(f"n_target_features={s} exceeds the {n_features} features of X")
+    if est.subset_size is not None and est.subset_size > n_features:
+        raise ValueError(f"subset_size={est.subset_size} exceeds the {n_features} features of X")
+    pl = group_testing.plan(n_rows, n_features, s, float(est.delta),
+                            est.n_subsets, est.subset_size)
+    group_testing.check_memory(pl, int(est.max_precompute_bytes), est.n_subsets, est.subset_size)
+    return pl
+
+
+@contextmanager
+def numba_threads(n: int | None):
+    """Run the enclosed numba kernels on ``n`` threads (None: numba's current setting), restoring
+    the setting afterwards."""
+    if n is None:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+def prediction_threads(est) -> int | None:
+    """Threads to predict with: ``est.n_threads`` capped at the threads numba was started with.
+
+    The thread count is a run-time choice, not part of the model, so a model fitted (or saved) on a
+    larger machine predicts on any machine.  The cap warns, unless the value is the one the model
+    file was saved with (``load_model`` records it): LightGBM too ignores a model file's thread count.
+    """
+    n = V.check_int("n_threads", est.n_threads, 1, allow_none=True)
+    pool = numba.config.NUMBA_NUM_THREADS
+    if n is None or n <= pool:
+        return n
+    if n != getattr(est, "_saved_n_threads", None):
+        V.warn_user(f"n_threads={n} exceeds the {pool} threads numba was started with; predicting "
+                    f"with {pool}")
+    return pool

@@ -1,0 +1,163 @@
+"""Fitting a :class:`gbfs.estimators.single_task._GBFSBase` estimator: validate and bin once, then select
+and refit.
+
+:func:`prepare` does everything that does not depend on ``mu``, ``max_features`` or ``refit``
+(checks, binning, GT-GBM's precompute), so a selection path bins once for many fits;
+:func:`select` is the selection fit (the papers' Algorithm 1 / 3 against Omega);
+:func:`fit_prepared` adds the relaxed refit or GBDT-topK (:mod:`gbfs.criteria.refit`) and installs the model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from .. import validation as V
+from ..booster.binning import BinMapper
+from ..booster.boosting import boost
+from ..booster.callbacks import early_stopping
+from ..criteria import group_testing
+from ..criteria.methods import METHODS
+from ..criteria.penalty import FeatureUsage
+from ..criteria.refit import refit, top_k
+from ._params import numba_threads
+
+
+@dataclasses.dataclass
+class Prepared:
+    """Validated, binned training data and everything else a fit shares with its variants."""
+
+    X_binned: np.ndarray
+    y: np.ndarray
+    evals: list  # (name, X_binned, y) or, ranking, (name, X_binned, y, query offsets)
+    bin_mapper: BinMapper
+    costs: np.ndarray | None
+    bags: np.ndarray | None
+    tester: object | None  # GT-GBM's precompute
+    plan: object | None
+    seed: int
+    callbacks: list
+    inputs: dict  # n_features_in_, feature_names_in_, classes_
+    timings: dict
+    query: np.ndarray | None = None  # ranking: the training rows' query offsets
+    target: dict = dataclasses.field(default_factory=dict)  # the loss's fields (multiclass: softmax)
+
+
+def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
+    """Validate the inputs, bin them and run GT-GBM's precompute: everything a fit needs that
+    does not depend on ``mu``, ``max_features`` or ``refit`` (a selection path shares it)."""
+    params = est._validate_params()
+    callbacks = V.check_callbacks(callbacks)
+    # past this point a refused fit leaves the estimator unfitted, never an old model behind
+    # a new input width
+    est._reset_fitted()
+    try:
+        X = est._check_X(X, reset=True)
+    except ValueError as e:
+        raise ValueError(f"X: {e}") from e
+    y = est._fit_target(V.target_array(y, type(est).__name__, X.shape[0]))
+    evals = est._check_eval_set(eval_set)
+    d = X.shape[1]
+    costs = V.check_feature_vector("feature_costs", est.feature_costs, d, "cost")
+    bags = V.check_feature_vector("feature_bags", est.feature_bags, d, "bag")
+    if est.early_stopping_rounds is not None:
+        if not evals:
+            raise ValueError("early_stopping_rounds needs eval_set")
+        callbacks = callbacks + [early_stopping(est.early_stopping_rounds, "val_loss")]
+    n_units = d if bags is None else np.unique(bags).size
+    if est.max_features is not None and est.max_features >= n_units:
+        V.warn_user(f"max_features={est.max_features} is at least the number of "
+                    f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
+    V.check_max_cost(est.max_cost, costs, bags, d)
+    pl = est._group_test_plan(*X.shape) if METHODS[params.method].group_tests else None
+    seed = check_random_state(est.random_state).randint(np.iinfo(np.int32).max)
+    with numba_threads(est.n_threads):
+        t0 = time.perf_counter()
+        bin_mapper = BinMapper(est.max_bins, est.bin_subsample, np.random.default_rng(seed),
+                               est._categorical_mask(d), est.min_data_in_bin).fit(X)
+        X_binned = bin_mapper.transform(X)
+        named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv, *extra)
+                 for k, (Xv, yv, *extra) in enumerate(evals)]
+        t1 = time.perf_counter()
+        tester = None
+        if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
+            tester = group_testing.GroupTester.precompute(
+                X_binned, bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
+        t2 = time.perf_counter()
+    inputs = {k: getattr(est, k) for k in ("n_features_in_", "feature_names_in_", "classes_",
+                                            "categorical_features_", "categories_") if hasattr(est, k)}
+    return Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
+                     {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1},
+                     est._query(X.shape[0]), est._target_params())
+
+
+def fit_prepared(est, prep: Prepared, selection=None, selection_history=None):
+    """Fit on prepared data.  With ``selection`` (refit mode or ``"topk"``), skip the selection
+    fit and refit on those features: a selection path computes selections once for many
+    budgets and hands each model its own."""
+    params = est._fit_params(prep)
+    est._reset_fitted()
+    for k, v in prep.inputs.items():
+        setattr(est, k, v)
+    d, seed, topk = prep.X_binned.shape[1], prep.seed, METHODS[params.method].ranks
+    est._bin_mapper = prep.bin_mapper
+    with numba_threads(est.n_threads):
+        t2 = time.perf_counter()
+        result = None
+        if selection is None:
+            result, usage = select(est, prep, params)
+            if topk:
+                # every tree the ranking fit grew, also those early stopping drops: more splits
+                # rank more steadily (LightGBM's GBDT-topK ranks all n_estimators trees)
+                selection = top_k(result.trees, d, est.max_features, est.importance_type, prep.costs,
+                                  est.max_cost)
+            elif est.refit:
+                selection = np.asarray(usage.order, dtype=np.int64)
+            selection_history = result.history
+        t3 = time.perf_counter()
+        if selection is not None:
+            selection = np.asarray(selection, dtype=np.int64)
+            est.selection_history_ = selection_history
+            if result is None and not selection.size:
+                raise ValueError("selection must hold at least one feature")
+            if selection.size:  # nothing selected: the selection fit's constant model stays
+                result = refit(prep.X_binned, prep.y, prep.bin_mapper, selection, params, prep.evals,
+                               prep.callbacks, model=est, sample_rng=np.random.default_rng([seed, 4]))
+        t4 = time.perf_counter()
+    est._set_fitted(result.trees, result.init_score, result.history, result.best_iteration,
+                     selection)
+    est.timings_ = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
+                     "binned_bytes": int(prep.X_binned.nbytes),
+                     "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes)}
+    if prep.bags is not None:
+        bag_of = FeatureUsage(d, 0.0, None, prep.bags).bag_of
+        est.n_bags_selected_ = int(np.unique(bag_of[est.selected_features_]).size)
+    if prep.plan is not None:
+        est.n_subsets_ = prep.plan.n_subsets
+        est.subset_size_ = prep.plan.subset_size
+    return est
+
+
+def select(est, prep: Prepared, params=None, plain: bool = False):
+    """The selection fit (the whole fit without refit): ``(BoostingResult, FeatureUsage)``.
+
+    ``plain``: an unpenalised fit on every feature whatever the method (GBDT-topK's ranking
+    fit), with no budget and no early end of the selection.
+    """
+    if params is None:
+        params = est._fit_params(prep)
+    plain = plain or METHODS[params.method].ranks
+    usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(est.mu), prep.costs, prep.bags,
+                         None if plain else est.max_features, None if plain else est.max_cost)
+    if plain:
+        params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
+    rng = np.random.default_rng([prep.seed, 2])  # the group tests' row samples
+    search = None if plain else METHODS[params.method].feature_search(
+        prep.tester, params.group_test_scope, params.group_test_rows, rng)
+    with numba_threads(est.n_threads):
+        result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
+                       model=est, search=search, sample_rng=np.random.default_rng([prep.seed, 3]))
+    return result, usage

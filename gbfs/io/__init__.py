@@ -1,0 +1,1 @@
+"""The model-file envelope shared by every estimator (JSON, format, version, checksum)."""
