@@ -22,7 +22,7 @@ def _distinct_split_features(est):
     return {int(f) for t in est.trees_ for f in t.feature if f >= 0}
 
 
-def _first_use_order(est):
+def first_use_order(est):
     order = []
     for t in est.trees_:
         for f in t.feature:  # node order is split order
@@ -45,7 +45,7 @@ def test_mu_zero_gbfs_equals_agbm(clf_data, reg_data, Est):
         distinct = _distinct_split_features(est)
         assert est.n_features_selected_ == len(distinct)
         assert set(est.selected_features_.tolist()) == distinct
-        assert est.selected_features_.tolist() == _first_use_order(est)
+        assert est.selected_features_.tolist() == first_use_order(est)
     # plain boosting with 30 trees of 8 leaves picks up noise columns too
     assert gbfs_.n_features_selected_ > 3
 

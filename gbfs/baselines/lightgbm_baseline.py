@@ -31,7 +31,7 @@ from ..estimators import categorical_input
 from ..estimators.model_io import params_json
 from ..io import envelope
 from ..io.categorical_io import categories_from_json, categories_json
-from .lightgbm_history import _feval, _first_use_order, _Recorder
+from .lightgbm_history import Recorder, first_use_order, history_feval
 
 KINDS = ("full", "topk", "cegb")
 IMPORTANCE_TYPES = ("split", "gain")  # LightGBM's names for Booster.feature_importance
@@ -274,10 +274,10 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         for cb in callbacks:
             if hasattr(cb, "reset"):
                 cb.reset()
-        recorder = _Recorder(self, callbacks, self.n_estimators, y, params["lambda_l2"])
+        recorder = Recorder(self, callbacks, self.n_estimators, y, params["lambda_l2"])
         booster = lgb.train(params, train, num_boost_round=self.n_estimators,
                             valid_sets=[s for s, _ in sets], valid_names=["train", "val"][:len(sets)],
-                            feval=_feval(sets, params["lambda_l2"]), callbacks=[recorder])
+                            feval=history_feval(sets, params["lambda_l2"]), callbacks=[recorder])
         timings.update(binning_seconds=t1 - t0, boosting_seconds=time.perf_counter() - t1)
         self._set_fitted(booster, columns, recorder.history, recorder.best_iteration)
         self.timings_ = timings
@@ -295,7 +295,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         self.history_ = history
         self.best_iteration_ = best_iteration
         self.n_iter_ = int(booster.current_iteration())
-        self.selected_features_ = self.columns_[np.asarray(_first_use_order(booster), dtype=np.int64)]
+        self.selected_features_ = self.columns_[np.asarray(first_use_order(booster), dtype=np.int64)]
         self.n_features_selected_ = int(self.selected_features_.shape[0])
         names = getattr(self, "feature_names_in_", None)
         self.selected_feature_names_ = [str(names[f]) if names is not None else f"x{f}"

@@ -20,7 +20,7 @@ from ..booster.losses.metrics import log_loss, roc_auc
 from ..booster.normaliser import HESSIAN_FLOOR, gain_normaliser
 
 
-def _first_use_order(booster: lgb.Booster) -> list:
+def first_use_order(booster: lgb.Booster) -> list:
     """Booster feature indices in order of first use: trees in order, splits in pre-order."""
     order, seen = [], set()
     for tree in booster.dump_model()["tree_info"]:
@@ -45,7 +45,7 @@ def _normaliser(y: np.ndarray, p: np.ndarray, reg_lambda: float) -> float:
     return gain_normaliser(float(g.sum()), float(h.sum()), float(np.sum(g * g / h)), reg_lambda)
 
 
-def _feval(sets: list, reg_lambda: float):
+def history_feval(sets: list, reg_lambda: float):
     """Custom LightGBM metric: loss, AUC, RMSE of probabilities, residual variance and the Newton
     normaliser per data set."""
 
@@ -60,7 +60,7 @@ def _feval(sets: list, reg_lambda: float):
     return feval
 
 
-class _Recorder:
+class Recorder:
     """LightGBM callback that builds ``history_`` records and runs the gbfs-style callbacks."""
 
     order = 0

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..criteria.penalty import Usage
 from .categorical_search import CategoricalSearch
 from .feature_search import FeatureSearch
 from .kernels._types import ROW_DTYPE
@@ -39,6 +38,7 @@ from .kernels.splitting import (
 )
 from .partition import GrownTree, Node, split_partition
 from .tree import TreeBuilder
+from .usage import Usage
 
 #: below this many row-features (histogram updates) a node's search runs on one thread: the
 #: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
@@ -172,7 +172,7 @@ class TreeGrower:
             Per-row weighted residual ``w_i r_i`` and second channel (``w_i`` for the
             SSE criterion, ``w_i h_i`` for Newton); only entries in ``rows`` are read.
         usage : Usage
-            Omega (:mod:`gbfs.criteria.penalty`); updated in place as splits use new features.
+            Omega (:class:`~gbfs.booster.usage.Usage`); updated in place as splits use new features.
         norm : float
             Divisor of the gain: 1 (GBFS) or SSE_root (A-GBM).
         hw_is_one : bool

@@ -3,7 +3,7 @@
 Each round fixes every row's softmax normaliser (:class:`gbfs.booster.losses.softmax.RoundScores`), then grows
 the classes' trees in class order, each a :class:`~gbfs.booster.tree_step.TreeStep` on its class's
 residuals ``1{y = k} - p_k`` (Friedman's multiclass boosting; LightGBM's ``multiclass``).  All
-trees are grown against one :class:`~gbfs.criteria.penalty.Usage`: a feature is paid for once for the whole
+trees are grown against one :class:`~gbfs.booster.usage.Usage`: a feature is paid for once for the whole
 model, as the multitask penalty of the GT-GBM paper's Eq. 2 pays once for all tasks
 (``mu_t = 0``), and the next class's tree already sees it as free.  The classes share one grower
 (its histogram pool and feature search), so memory does not grow with the number of classes.
@@ -19,14 +19,14 @@ import time
 
 import numpy as np
 
-from ..criteria.penalty import Usage
-from .boosting import BoostingParams, BoostingResult, close_round
 from .callbacks import EarlyStopException, reset_all
 from .feature_search import FeatureSearch
 from .grower import TreeGrower
 from .losses.softmax import ClassGradient, RoundScores, SoftmaxLoss
+from .rounds import BoostingParams, BoostingResult, close_round
 from .tree import PackedEnsemble, Tree
 from .tree_step import TreeStep
+from .usage import Usage
 
 
 class SoftmaxEvaluator:

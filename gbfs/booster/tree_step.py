@@ -4,7 +4,7 @@
 scores, grower and row-sample buffers) and, per call, carries out lines 2-7 of the GT-GBM paper's
 Algorithm 3 (Algorithm 1 of GBFS): residuals of the current model, the rows and weights of this
 tree (a row sampler's, or all rows), the tree's gain normaliser, one penalised tree grown against a
-:class:`~gbfs.criteria.penalty.Usage` (Omega), shrunk leaf values and updated scores.  The single-task loop
+:class:`~gbfs.booster.usage.Usage` (Omega), shrunk leaf values and updated scores.  The single-task loop
 (:func:`gbfs.booster.boosting.boost`) runs one step per iteration; multitask boosting (Algorithm 1 of the
 GT-GBM paper) one step per task and round, all against one Omega.
 """
@@ -16,8 +16,6 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..criteria.methods import METHODS
-from ..criteria.penalty import Usage
 from .feature_search import FeatureSearch
 from .grower import TreeGrower
 from .kernels._types import MAX_TARGET_SCALE
@@ -25,6 +23,7 @@ from .kernels.portable import dot, total
 from .losses.loss import loss_for
 from .normaliser import HESSIAN_FLOOR, root_sse, sum_g2_over_h, tree_normaliser, weighted_newton_sums
 from .tree import PackedEnsemble, Tree
+from .usage import Usage
 
 
 class TreeStep:
@@ -53,7 +52,6 @@ class TreeStep:
                  loss=None, grower: TreeGrower | None = None):
         self.X_binned, self.y, self.params, self.sample_rng = X_binned, y, params, sample_rng
         self.loss = loss_for(params) if loss is None else loss
-        self.method = METHODS[params.method]
         n = y.shape[0]
         self.init_score = self.loss.init_score(y)
         self.raw = np.full(n, self.init_score, dtype=np.float64)
@@ -101,7 +99,7 @@ class TreeStep:
             wr = rw[:tree_rows.shape[0]] if sampled.compacted else rw[tree_rows]
             norm = tree_normaliser(params, sse, total(wr), w_sum,
                                    lambda rows=tree_rows, w=weights: weighted_newton_sums(r, h, rows, w))
-        divisor = self.method.divisor(norm)
+        divisor = 1.0 if params.method is None else params.method.divisor(norm)
         if sampled is not None and sampled.compacted:
             Xs = sampled.matrix(tree_rows.shape[0], X_binned.shape[1], X_binned.dtype)
             _gather_rows(X_binned, tree_rows, Xs)

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..booster.boosting import BoostingParams, BoostingResult, Evaluator, close_round
 from ..booster.callbacks import EarlyStopException, reset_all
 from ..booster.losses.metrics import task_weighted
+from ..booster.rounds import BoostingParams, BoostingResult, Evaluator, close_round
 from ..booster.tree_step import TreeStep
 from .multitask_usage import MultitaskUsage
 

@@ -19,7 +19,7 @@ from .penalty import FeatureUsage
 
 
 class MultitaskUsage:
-    """Omega_G and Omega_1..Omega_T; :meth:`task` gives the :class:`~gbfs.criteria.penalty.Usage` a task's
+    """Omega_G and Omega_1..Omega_T; :meth:`task` gives the :class:`~gbfs.booster.usage.Usage` a task's
     tree grows against.
 
     Parameters

@@ -17,40 +17,15 @@ A cost budget ``max_cost = B`` caps what Omega costs: opening a bag through feat
 ``+inf`` as soon as ``spent + c_j > B``.  The budget is full when no unused bag is affordable any
 more.  Without costs every feature costs 1 and ``max_cost = K`` is ``max_features = K``.
 
-Omega is a small protocol (:class:`Usage`) the grower reads and updates; :class:`FeatureUsage` is
-the single-task set, :class:`~gbfs.criteria.multitask_usage.MultitaskUsage` the multitask pair
-(Omega_G, Omega_t) of the GT-GBM paper's Eq. 2.
+Omega is a small protocol the grower reads and updates (:class:`gbfs.booster.usage.Usage`, the
+booster's side of the boundary); :class:`FeatureUsage` is the single-task set,
+:class:`~gbfs.criteria.multitask_usage.MultitaskUsage` the multitask pair (Omega_G, Omega_t) of the
+GT-GBM paper's Eq. 2.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import numpy as np
-
-
-class Usage(Protocol):
-    """What the tree grower needs of Omega.
-
-    ``penalty()`` prices each feature's next split (0 for a free one, ``+inf`` for one a full
-    budget forbids); ``version`` changes whenever that vector does (pending leaves are then
-    re-scored); ``free_features()`` are the features every node scans in GT-GBM (those with no
-    first-use charge left to pay for the ensemble); ``allowed_features()`` the only ones a split
-    may still use (None: all); ``mark_used(j)`` records a split on ``j``.
-    """
-
-    version: int
-
-    @property
-    def full(self) -> bool: ...
-
-    def penalty(self) -> np.ndarray: ...
-
-    def free_features(self) -> np.ndarray: ...
-
-    def allowed_features(self) -> np.ndarray | None: ...
-
-    def mark_used(self, feature: int) -> bool: ...
 
 
 class FeatureUsage:

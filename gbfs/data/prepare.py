@@ -260,7 +260,7 @@ def write_npz_atomic(target: Path, arrays: dict) -> str:
     return digest
 
 
-def _read_sidecar(target: Path) -> tuple[str | None, str | None]:
+def read_sidecar(target: Path) -> tuple[str | None, str | None]:
     """(recorded sha256 or None when there is no record, problem with the record or None)."""
     path = sidecar_path(target)
     try:
@@ -277,7 +277,7 @@ def _read_sidecar(target: Path) -> tuple[str | None, str | None]:
 
 def _read_verified(manifest: Manifest, target: Path) -> tuple[dict | None, str | None]:
     """(arrays, None) when ``target`` matches its recorded sha256 and parses, else (None, why not)."""
-    recorded, problem = _read_sidecar(target)
+    recorded, problem = read_sidecar(target)
     if problem:
         return None, f"{target}: {problem}"
     try:
@@ -335,7 +335,7 @@ def prepared_shapes(path: Path) -> dict[str, tuple]:
 
 def cache_status(path: Path) -> str:
     """How the prepared file ``path`` compares with its recorded sha256 (hashes the file)."""
-    recorded, problem = _read_sidecar(path)
+    recorded, problem = read_sidecar(path)
     if problem:
         return problem
     if recorded is None:

@@ -1,7 +1,7 @@
 """Parameter validation of the GBFS estimators, in Python before any numba kernel runs.
 
 Every error names the parameter.  :func:`check_params` turns an estimator's parameters into the
-booster's :class:`~gbfs.booster.boosting.BoostingParams` (``fit`` and ``load_model`` share it);
+booster's :class:`~gbfs.booster.rounds.BoostingParams` (``fit`` and ``load_model`` share it);
 :func:`boosting_params` adds what only a fit on this machine checks.
 """
 
@@ -15,9 +15,9 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .. import validation as V
-from ..booster.boosting import BoostingParams
 from ..booster.grower import GrowthParams
 from ..booster.kernels._types import MAX_BINS
+from ..booster.rounds import BoostingParams
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
 from ..criteria.refit import IMPORTANCE_TYPES
@@ -91,7 +91,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
     sampler = sampling.from_params(est.sampler, est.subsample, est.top_rate, est.other_rate,
                                    est.mvs_lambda, est.goss_style, learning_rate, warn=warn)
     return BoostingParams(
-        loss=est._loss, method=method, sampler=sampler,
+        loss=est._loss, method=METHODS[method], sampler=sampler,
         n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
         learning_rate=learning_rate,
         criterion=V.check_choice("criterion", est.criterion, V.CRITERIA),

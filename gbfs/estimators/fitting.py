@@ -72,7 +72,7 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
         V.warn_user(f"max_features={est.max_features} is at least the number of "
                     f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
     V.check_max_cost(est.max_cost, costs, bags, d)
-    pl = est._group_test_plan(*X.shape) if METHODS[params.method].group_tests else None
+    pl = est._group_test_plan(*X.shape) if params.method.group_tests else None
     seed = check_random_state(est.random_state).randint(np.iinfo(np.int32).max)
     with numba_threads(est.n_threads):
         t0 = time.perf_counter()
@@ -102,7 +102,7 @@ def fit_prepared(est, prep: Prepared, selection=None, selection_history=None):
     est._reset_fitted()
     for k, v in prep.inputs.items():
         setattr(est, k, v)
-    d, seed, topk = prep.X_binned.shape[1], prep.seed, METHODS[params.method].ranks
+    d, seed, topk = prep.X_binned.shape[1], prep.seed, params.method.ranks
     est._bin_mapper = prep.bin_mapper
     with numba_threads(est.n_threads):
         t2 = time.perf_counter()
@@ -149,13 +149,14 @@ def select(est, prep: Prepared, params=None, plain: bool = False):
     """
     if params is None:
         params = est._fit_params(prep)
-    plain = plain or METHODS[params.method].ranks
+    plain = plain or params.method.ranks
     usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(est.mu), prep.costs, prep.bags,
                          None if plain else est.max_features, None if plain else est.max_cost)
     if plain:
-        params = dataclasses.replace(params, method="gbfs", stop_when_full=False, selection_patience=None)
+        params = dataclasses.replace(params, method=METHODS["gbfs"], stop_when_full=False,
+                                     selection_patience=None)
     rng = np.random.default_rng([prep.seed, 2])  # the group tests' row samples
-    search = None if plain else METHODS[params.method].feature_search(
+    search = None if plain else params.method.feature_search(
         prep.tester, params.group_test_scope, params.group_test_rows, rng)
     with numba_threads(est.n_threads):
         result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,

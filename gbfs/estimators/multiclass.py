@@ -24,7 +24,7 @@ def is_multiclass(est) -> bool:
 
 
 def target_params(n_classes: int) -> dict:
-    """The :class:`gbfs.booster.boosting.BoostingParams` fields of a fit on ``n_classes`` classes."""
+    """The :class:`gbfs.booster.rounds.BoostingParams` fields of a fit on ``n_classes`` classes."""
     return {"loss": "softmax", "n_classes": int(n_classes)} if n_classes > 2 else {}
 
 

@@ -22,9 +22,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import validation as V
 from ..booster.binning import BinMapper
-from ..booster.boosting import BoostingResult
 from ..booster.callbacks import early_stopping
 from ..booster.losses.loss import LOSSES
+from ..booster.rounds import BoostingResult
 from ..booster.tree import PackedEnsemble
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
@@ -69,13 +69,13 @@ class _MultitaskBase(_GBFSBase):
     # -- validation ----------------------------------------------------------------------------
     def _validate_params(self):
         params = super()._validate_params()
-        method = METHODS[params.method]
+        method = params.method
         mu_task = V.check_real("mu_task", self.mu_task, low=0.0)
         if method.max_mu is not None and float(self.mu) + mu_task > method.max_mu:
-            raise ValueError(f"mu + mu_task must be at most {method.max_mu:g} for method={params.method!r} "
+            raise ValueError(f"mu + mu_task must be at most {method.max_mu:g} for method={method.name!r} "
                              f"(normalised gains are at most 1), got {self.mu!r} + {self.mu_task!r}")
         if method.ranks:
-            raise ValueError(f"method={params.method!r} does not apply to multitask boosting; use "
+            raise ValueError(f"method={method.name!r} does not apply to multitask boosting; use "
                              f"one of {[m for m, k in METHODS.items() if not k.ranks]}")
         if self.refit:
             raise ValueError("refit=True does not apply to multitask boosting (each task's trees are "
@@ -156,7 +156,7 @@ class _MultitaskBase(_GBFSBase):
                 raise ValueError("early_stopping_rounds needs eval_set")
             callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
         rows = [np.flatnonzero(task_idx == t) for t in range(self.tasks_.shape[0])]
-        method = METHODS[params.method]
+        method = params.method
         plans = [self._group_test_plan(r.shape[0], d) if method.group_tests else None for r in rows]
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         with numba_threads(self.n_threads):
@@ -180,7 +180,7 @@ class _MultitaskBase(_GBFSBase):
     def _task_data(self, X_binned, y, rows, evals, bin_mapper, params, plans, seed) -> list[TaskData]:
         """Each task's compact binned rows, labels, eval rows, feature search and sampler stream."""
         binned_evals = [(bin_mapper.transform(Xv), yv, tv) for Xv, yv, tv in evals]
-        method = METHODS[params.method]
+        method = params.method
         out = []
         for t, r in enumerate(rows):
             Xt = np.asfortranarray(X_binned[r])

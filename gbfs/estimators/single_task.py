@@ -16,9 +16,9 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import validation as V
-from ..booster.boosting import BoostingParams
 from ..booster.kernels._types import MAX_BINS
 from ..booster.losses.loss import LOSSES
+from ..booster.rounds import BoostingParams
 from ..booster.tree import PackedEnsemble
 from ..criteria.group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
 from ..criteria.refit import IMPORTANCE_TYPES, importances

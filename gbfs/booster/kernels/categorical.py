@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .histogram import _accumulate
+from .histogram import accumulate
 
 #: uint32 words of one split's left set (one bit per bin, 256 bins)
 CAT_WORDS = 8
@@ -158,7 +158,7 @@ def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_
     for k in prange(features.shape[0]):
         f = features[k]
         hf = hist[slots[f]]
-        _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
+        accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
         _store(f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
                reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
 
@@ -171,7 +171,7 @@ def build_and_scan_categorical_serial(X_binned, rows, r_ord, h_ord, features, sl
     for k in range(features.shape[0]):
         f = features[k]
         hf = hist[slots[f]]
-        _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
+        accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
         _store(f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
                reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
 

@@ -67,7 +67,7 @@ class HistogramLayout:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _accumulate(col, rows, r_ord, h_ord, hf, nb):
+def accumulate(col, rows, r_ord, h_ord, hf, nb):
     """Sums of one feature over the node's rows (``r_ord``/``h_ord`` are gathered by row order).
 
     ``hf`` has ``nb + 1`` bins: the value bins and the missing bin ``nb`` (bin 255 of the binned
@@ -120,7 +120,7 @@ def build_histogram(X_binned, rows, r_ord, h_ord, features, offsets, n_bins, his
     """
     for k in prange(features.shape[0]):
         f = features[k]
-        _accumulate(X_binned[:, f], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
+        accumulate(X_binned[:, f], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
 
 
 @njit(parallel=True, cache=True)

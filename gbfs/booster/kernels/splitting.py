@@ -30,14 +30,14 @@ import numpy as np
 from numba import njit, prange
 
 from ._types import MISSING_BIN
-from .histogram import _accumulate
+from .histogram import accumulate
 
 
 @njit(cache=True, nogil=True)
 def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, min_child_weight,
               reg_lambda):
     """Gain of a split with left sums (lg, lh, lc), or -inf if a child is too small (``lc``: the left
-    child's row count as :func:`_scan_feature` counts it for ``min_samples_leaf``)."""
+    child's row count as :func:`scan_feature` counts it for ``min_samples_leaf``)."""
     rg = sum_g - lg
     rh = sum_h - lh
     rc = sum_c - lc
@@ -53,7 +53,7 @@ def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, mi
 
 
 @njit(cache=True, nogil=True)
-def _scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight,
+def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight,
                   reg_lambda):
     """Best threshold of one feature: (gain, bin, missing_left, left g, left h, left count).
 
@@ -145,7 +145,7 @@ def best_splits_per_feature(hist, features, offsets, n_bins, sum_g, sum_h, sum_c
     """
     for k in prange(features.shape[0]):
         f = features[k]
-        res = _scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
+        res = scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
                             min_samples_leaf, count_factor, min_child_weight, reg_lambda)
         _store_split(f, res, gain, bin_, missing_left, left_sums)
 
@@ -173,8 +173,8 @@ def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[
 def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, nb, sum_g, sum_h, sum_c,
                     min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
                     missing_left, left_sums):
-    _accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
-    res = _scan_feature(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, count_factor,
+    accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
+    res = scan_feature(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, count_factor,
                         min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
 
@@ -221,7 +221,7 @@ def _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, m
         parent[b, 0] -= small[b, 0]
         parent[b, 1] -= small[b, 1]
         parent[b, 2] -= small[b, 2]
-    res = _scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
+    res = scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
                         min_samples_leaf, count_factor, min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
 

@@ -113,7 +113,7 @@ QUERY_LOSSES = {"lambdarank": _lambdarank}
 
 
 def loss_for(params, offsets=None):
-    """The loss of a fit's ``params`` (a :class:`gbfs.booster.boosting.BoostingParams`): the class of a
+    """The loss of a fit's ``params`` (a :class:`gbfs.booster.rounds.BoostingParams`): the class of a
     pointwise loss, or a ranking loss on ``offsets`` (default: the training queries, ``params.query``)."""
     if params.loss in QUERY_LOSSES:
         return QUERY_LOSSES[params.loss]()(params.query if offsets is None else offsets, params.eval_at)

@@ -66,7 +66,7 @@ from ..fetching.download import sha256_file
 from ..fetching.fsutil import is_not_writable
 from ..fetching.manifest import data_root
 from ..formats import FormatError
-from ..prepare import _read_sidecar, sidecar_path, write_npz_atomic
+from ..prepare import read_sidecar, sidecar_path, write_npz_atomic
 from . import table_encoding
 from .file_labels import encode_labels
 from .file_reading import TABLES, header
@@ -306,7 +306,7 @@ def _cached(path: Path, test: Path | None, fmt: str, target: str | None, digests
 def _read_cache(path: Path, with_test: bool) -> tuple[dict | None, str | None]:
     """(arrays, None) when the cache ``path`` matches its recorded sha256 and holds consistent
     arrays, else (None, why not)."""
-    recorded, problem = _read_sidecar(path)
+    recorded, problem = read_sidecar(path)
     if problem or recorded is None:
         return None, f"{path}: {problem or f'no checksum record {sidecar_path(path).name}'}"
     try:

@@ -1,0 +1,102 @@
+"""What every round loop shares: the parameters, the result, the evaluators and the end of a round.
+
+The loops -- single-task (:func:`gbfs.booster.boosting.boost`), multiclass
+(:func:`gbfs.booster.multiclass_boosting.boost_softmax`) and multitask
+(:func:`gbfs.criteria.multitask_boosting.boost_multitask`) -- differ only in the tree steps a round
+holds; each round ends the same way (:func:`close_round`): metrics, the ``history_`` record, the
+callbacks, and whether the selection has settled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .callbacks import CallbackEnv
+from .grower import GrowthParams
+from .losses.metrics import rmse, roc_auc
+from .tree import PackedEnsemble, Tree
+from .usage import GainScale, Usage
+
+
+@dataclass
+class BoostingParams:
+    loss: str = "logistic"
+    # the selection method (gbfs.criteria.methods.Method), resolved: the loop asks it only what the
+    # split gains are divided by (GainScale); None compares raw gains with the penalty
+    method: GainScale | None = None
+    n_estimators: int = 100
+    learning_rate: float = 0.1
+    criterion: str = "sse"  # "sse": Eq. 1 of the papers; "newton": hessian-weighted gain
+    leaf_estimate: str = "mean"  # "mean": mean residual; "newton": sum r / (sum h + lambda)
+    growth: GrowthParams = field(default_factory=GrowthParams)
+    group_test_scope: str = "tree"  # GT-GBM only: "tree" (once per tree) or "node" (Algorithm 2)
+    group_test_rows: int | None = None  # GT-GBM only: row sample size of a group test
+    sampler: object | None = None  # gbfs.sampling.samplers.RowSampler: rows and weights of each tree
+    # a selection fit (refit mode) ends once Omega can no longer change (its budget is full) or has
+    # not grown for ``selection_patience`` trees: its trees are discarded, only the selection is kept
+    stop_when_full: bool = False
+    selection_patience: int | None = None
+    # ranking (loss "lambdarank"): the training rows' query offsets, and the k of NDCG@k
+    query: np.ndarray | None = None
+    eval_at: int = 10
+    # multiclass (loss "softmax"): the number of classes, one tree each per round
+    n_classes: int = 2
+
+
+@dataclass
+class BoostingResult:
+    trees: list
+    init_score: float
+    history: list
+    best_iteration: int | None
+
+
+class Evaluator:
+    """Running raw scores of one data set and its metrics (``{name}_loss``, ``_auc``, ``_rmse``;
+    a ranking loss's ``_ndcg@k`` and ``_mrr``)."""
+
+    def __init__(self, name: str, X_binned: np.ndarray, y: np.ndarray, init_score: float, loss):
+        self.name, self.X_binned, self.y = name, X_binned, y
+        self.loss = loss
+        self.raw = np.full(y.shape[0], init_score, dtype=np.float64)
+
+    def add_tree(self, tree: Tree) -> None:
+        PackedEnsemble([tree]).predict_binned(self.X_binned, self.raw)
+
+    def record(self, rec: dict) -> None:
+        rec[f"{self.name}_loss"] = self.loss.loss(self.y, self.raw)
+        if self.loss.name == "logistic":
+            rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
+        if hasattr(self.loss, "metrics"):
+            rec.update({f"{self.name}_{k}": v for k, v in self.loss.metrics(self.y, self.raw).items()})
+            return
+        # for classifiers the RMSE of the predicted probabilities: the GT-GBM paper's Table 3 /
+        # Figure 2 metric
+        rec[f"{self.name}_rmse"] = rmse(self.y, self.loss.inverse_link(self.raw))
+
+
+def close_round(it: int, rec: dict, evaluators, history: list, callbacks, model, params: BoostingParams,
+                usage: Usage) -> bool:
+    """End boosting round ``it``: add every evaluator's metrics to ``rec``, append it to
+    ``history``, run the callbacks (which may raise :class:`EarlyStopException`); returns whether
+    the selection has settled (:func:`selection_settled`), so the loop may end."""
+    for ev in evaluators:
+        ev.record(rec)
+    history.append(rec)
+    for cb in callbacks:
+        cb(CallbackEnv(model=model, iteration=it, record=rec, history=history,
+                       end_iteration=params.n_estimators))
+    return selection_settled(params, usage, history)
+
+
+def selection_settled(params: BoostingParams, usage: Usage, history: list) -> bool:
+    """Whether a selection fit may end: its budget is full, or Omega has not grown for
+    ``selection_patience`` records."""
+    if params.stop_when_full and usage.full:
+        return True
+    p = params.selection_patience
+    if p is None or len(history) <= p:
+        return False
+    return history[-1]["n_features_used"] == history[-1 - p]["n_features_used"]
