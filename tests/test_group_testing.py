@@ -26,8 +26,8 @@ from sklearn.exceptions import NotFittedError
 
 from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs.booster.binning import BinMapper
-from gbfs.booster.feature_search import group_tests
-from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.growing.feature_search import group_tests
+from gbfs.booster.growing.grower import GrowthParams, TreeGrower
 from gbfs.booster.tree import Tree
 from gbfs.criteria import group_testing as gt
 from gbfs.criteria.penalty import FeatureUsage

@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 
 from gbfs.booster.binning import BinMapper
-from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.growing.grower import GrowthParams, TreeGrower
+from gbfs.booster.growing.partition import split_partition
 from gbfs.booster.kernels._types import MISSING_BIN
-from gbfs.booster.partition import split_partition
 from gbfs.booster.tree import PackedEnsemble
 from gbfs.criteria.penalty import FeatureUsage
 
@@ -449,7 +449,7 @@ def test_a_pure_node_is_never_split_and_unused_features_have_no_importance(metho
     further "gain" is floating-point roundoff.  No such split is taken; only feature 0 is used and
     every other feature's importance is exactly 0.  Without the roundoff floor the same fit splits
     pure nodes on unrelated features (the test's own check that it can fail)."""
-    import gbfs.booster.grower as grower_module
+    import gbfs.booster.growing.grower as grower_module
     from gbfs import GBFSClassifier
 
     rng = np.random.default_rng(3)

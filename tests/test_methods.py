@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from gbfs import GBFSClassifier
-from gbfs.booster.feature_search import FeatureSearch
+from gbfs.booster.growing.feature_search import FeatureSearch
 from gbfs.criteria.methods import AGBM, METHODS, Method, register
 
 

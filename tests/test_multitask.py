@@ -12,7 +12,7 @@ from test_grower import _refresh_case
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSMultitaskRegressor
 from gbfs.baselines.multitask import IndependentTasks, PooledTasks
 from gbfs.booster.binning import BinMapper
-from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.growing.grower import GrowthParams, TreeGrower
 from gbfs.booster.tree_step import TreeStep
 from gbfs.criteria.multitask_usage import MultitaskUsage
 from gbfs.criteria.penalty import FeatureUsage

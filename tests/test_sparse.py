@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSRegressor, load_model
 from gbfs.booster.binning import BinMapper
-from gbfs.booster.grower import GrowthParams, TreeGrower
+from gbfs.booster.growing.grower import GrowthParams, TreeGrower
 from gbfs.booster.kernels import sparse_rows
 from gbfs.booster.kernels.histogram import HistogramLayout, gather
 from gbfs.booster.kernels.sparse_rows import SparseRows

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 from .callbacks import EarlyStopException, reset_all
-from .feature_search import FeatureSearch
+from .growing.feature_search import FeatureSearch
 from .losses.loss import loss_for
 from .multiclass_boosting import boost_softmax
 from .rounds import BoostingParams, BoostingResult, Evaluator, close_round

@@ -20,8 +20,8 @@ import time
 import numpy as np
 
 from .callbacks import EarlyStopException, reset_all
-from .feature_search import FeatureSearch
-from .grower import TreeGrower
+from .growing.feature_search import FeatureSearch
+from .growing.grower import TreeGrower
 from .losses.softmax import ClassGradient, RoundScores, SoftmaxLoss
 from .rounds import BoostingParams, BoostingResult, close_round
 from .tree import PackedEnsemble, Tree

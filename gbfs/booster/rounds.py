@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .callbacks import CallbackEnv
-from .grower import GrowthParams
+from .growing.grower import GrowthParams
 from .losses.metrics import rmse, roc_auc
 from .tree import PackedEnsemble, Tree
 from .usage import GainScale, Usage

@@ -16,8 +16,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .feature_search import FeatureSearch
-from .grower import TreeGrower
+from .growing.feature_search import FeatureSearch
+from .growing.grower import TreeGrower
 from .kernels._types import MAX_TARGET_SCALE
 from .kernels.portable import dot, total
 from .losses.loss import loss_for

@@ -13,7 +13,7 @@ a node scans:
 
 from __future__ import annotations
 
-from ..booster.feature_search import FeatureSearch, group_tests
+from ..booster.growing.feature_search import FeatureSearch, group_tests
 
 
 class Method:
@@ -44,7 +44,7 @@ class Method:
 
     def feature_search(self, tester=None, scope: str = "node", rows_cap: int | None = None,
                        rng=None) -> FeatureSearch:
-        """The grower's :class:`~gbfs.booster.feature_search.FeatureSearch` for this method."""
+        """The grower's :class:`~gbfs.booster.growing.feature_search.FeatureSearch` for this method."""
         return FeatureSearch()
 
 

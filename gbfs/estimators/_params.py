@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .. import validation as V
-from ..booster.grower import GrowthParams
+from ..booster.growing.grower import GrowthParams
 from ..booster.kernels._types import MAX_BINS
 from ..booster.rounds import BoostingParams
 from ..criteria import group_testing

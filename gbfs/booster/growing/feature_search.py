@@ -1,7 +1,8 @@
 """Which features a node's split search scans: an input of the tree grower.
 
-As scikit-learn's histogram grower receives its ``allowed_features``, :class:`~gbfs.booster.grower.TreeGrower`
-receives a :class:`FeatureSearch` and asks it, node by node, which features to scan:
+As scikit-learn's histogram grower receives its ``allowed_features``,
+:class:`~gbfs.booster.growing.grower.TreeGrower` receives a :class:`FeatureSearch` and asks it, node
+by node, which features to scan:
 
 - :class:`AllFeatures` -- every feature (GBFS, A-GBM: Algorithm 3 of the GT-GBM paper); once the
   feature budget is full, only Omega;
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels._types import ROW_DTYPE
-from .kernels.portable import total
+from ..kernels._types import ROW_DTYPE
+from ..kernels.portable import total
 
 
 class FeatureSearch:

@@ -21,14 +21,12 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from .categorical_search import CategoricalSearch
-from .feature_search import FeatureSearch
-from .kernels._types import ROW_DTYPE
-from .kernels.categorical import CAT_DEFAULTS, bins_of, split_partition_set
-from .kernels.histogram import HistogramLayout, build_histogram, gather
-from .kernels.portable import total
-from .kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
-from .kernels.splitting import (
+from ..kernels._types import ROW_DTYPE
+from ..kernels.categorical import CAT_DEFAULTS, bins_of, split_partition_set
+from ..kernels.histogram import HistogramLayout, build_histogram, gather
+from ..kernels.portable import total
+from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
+from ..kernels.splitting import (
     best_splits_per_feature,
     build_and_scan,
     build_and_scan_serial,
@@ -36,9 +34,11 @@ from .kernels.splitting import (
     subtract_and_scan,
     subtract_and_scan_serial,
 )
+from ..tree import TreeBuilder
+from ..usage import Usage
+from .categorical_search import CategoricalSearch
+from .feature_search import FeatureSearch
 from .partition import GrownTree, Node, split_partition
-from .tree import TreeBuilder
-from .usage import Usage
 
 #: below this many row-features (histogram updates) a node's search runs on one thread: the
 #: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
@@ -92,7 +92,7 @@ class TreeGrower:
         Gives the number of bins per feature and the raw thresholds.
     params : GrowthParams
     search : FeatureSearch or None
-        Which features each node scans (:mod:`gbfs.booster.feature_search`): every feature (None, the
+        Which features each node scans (:mod:`gbfs.booster.growing.feature_search`): every feature (None, the
         default), or GT-GBM's Omega and group-test candidates per node or per tree.
     """
 

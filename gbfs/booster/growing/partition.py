@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .kernels._types import MISSING_BIN
-from .tree import TreeBuilder
+from ..kernels._types import MISSING_BIN
+from ..tree import TreeBuilder
 
 
 @njit(cache=True, nogil=True)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels._types import MISSING_BIN
-from .kernels.categorical import (
+from ..kernels._types import MISSING_BIN
+from ..kernels.categorical import (
     CAT_WORDS,
     build_and_scan_categorical,
     build_and_scan_categorical_serial,
