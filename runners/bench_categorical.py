@@ -9,7 +9,7 @@ frequent get a bin, the rest count as missing) -- and two numeric ones (DepTime,
 Rows, each fitted on the same training rows and scored on the same test rows:
 
 * ``ours_categorical`` / ``lightgbm_categorical``: the core benchmark's matched settings
-  (:func:`runners.bench.matched_params` / :func:`runners.bench.lgb_params`: Newton gain and
+  (:func:`runners.bench_matched.matched_params` / :func:`runners.bench_matched.lgb_params`: Newton gain and
   leaves, depth 5 / 32 leaves, 255 bins, mu = 0) with the six columns as pandas ``category``,
   both with LightGBM's categorical defaults (cat_smooth 10, cat_l2 10, max_cat_threshold 32,
   min_data_per_group 100, max_cat_to_onehot 4);
@@ -87,7 +87,7 @@ def _lightgbm(X, y, Xt, yt, params, n_trees) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.bench import lgb_params, matched_params, warm_up
+    from runners.bench_matched import lgb_params, matched_params, warm_up
 
     warm_up(args.threads)
     X, y, Xt, yt = frames(args.row_scale)

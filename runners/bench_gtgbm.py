@@ -170,7 +170,7 @@ def _print_default(row: dict, target: float) -> None:
 
 
 def run(args) -> int:
-    from runners.bench import warm_up
+    from runners.bench_matched import warm_up
 
     warm_up(args.threads)
     GBFSClassifier(method="gtgbm", n_target_features=2, n_estimators=2, n_threads=args.threads,

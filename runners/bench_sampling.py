@@ -134,7 +134,7 @@ def _ours(data, params: dict, trees: int, threads: int) -> tuple[float, float, f
 def _lightgbm(data, extra: dict, trees: int, threads: int) -> tuple[float, float]:
     import lightgbm as lgb
 
-    from runners.bench import lgb_params
+    from runners.bench_matched import lgb_params
 
     Xtr, ytr, Xte, yte = data
     stamps = []

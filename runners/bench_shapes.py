@@ -38,7 +38,7 @@ booster (mu = 0) on ``text_like`` at 10000 x 5000 (row scale 5, sparse input); `
 multiplies both.  Each fit runs on the quiet machine, then while a CPU burner runs (a separate
 busy-looping Python process, no CPU affinity, started before the fit's process and always killed
 after it), and the loaded / quiet ratio of the median fit times (``--repeats`` fits each) is
-compared with ``runners.bench.TARGETS["load_ratio"]`` (MET / NOT MET).  The fit processes run
+compared with :data:`LOAD_TARGET` (MET / NOT MET).  The fit processes run
 once with ``OMP_WAIT_POLICY=PASSIVE`` in their environment and once with the variable removed;
 rows are labelled by what was passed (the library may set a default itself: the value the
 process saw after importing it is recorded as ``omp_wait_policy_seen`` and printed as "seen").
@@ -63,7 +63,7 @@ import pandas as pd
 import scipy.sparse as sp
 from sklearn.model_selection import train_test_split
 
-from gbfs.data.formats import FLIGHT_CATEGORICAL, FLIGHT_COLUMNS, FLIGHT_LABEL, _natural_key, encode_flight
+from gbfs.data.formats import FLIGHT_CATEGORICAL, FLIGHT_COLUMNS, FLIGHT_LABEL, encode_flight, natural_key
 from gbfs.data.synthetic.flight import flight_frames
 from gbfs.data.synthetic.generators import PAPER_SHAPES, make_sparse_classification
 from gbfs.data.synthetic.text import make_text_like
@@ -130,7 +130,7 @@ def _flight_raw(row_scale: float) -> ShapeData:
     train, test = _flight(n)
     columns = [c for c in FLIGHT_COLUMNS if c != FLIGHT_LABEL]
     # the levels (and their order) of encode_flight: code k of a column is its k-th one-hot column
-    levels = {c: sorted(set(train[c].astype(str)) | set(test[c].astype(str)), key=_natural_key)
+    levels = {c: sorted(set(train[c].astype(str)) | set(test[c].astype(str)), key=natural_key)
               for c in FLIGHT_CATEGORICAL}
     test = test.iloc[: min(n // 4, 20000)]
 
@@ -183,6 +183,8 @@ def load_shape(name: str, row_scale: float = 1.0, data_dir: Path | None = None) 
 
 # -- load test ---------------------------------------------------------------------------------------
 #: fit -> (shape, parameters over the matched ones, default row scale)
+#: the load test's target: a fit next to a CPU burner takes at most this many times its quiet time
+LOAD_TARGET = 2.5
 LOAD_FITS = {"agbm_gisette": ("gisette", {"method": "agbm", "mu": 0.01}, 0.1),
              "text_like": ("text_like", {}, 5.0)}
 #: label -> the value of OMP_WAIT_POLICY passed to the fit's process (None: removed)
@@ -231,9 +233,9 @@ def _run_child(spec: dict, omp: str | None, burners: int) -> dict:
 
 
 def run_load(args: argparse.Namespace) -> int:
-    from runners.bench import TARGETS, matched_params
+    from runners.bench_matched import matched_params
 
-    target = TARGETS["load_ratio"]
+    target = LOAD_TARGET
     rows = []
     for label, omp in LOAD_ENVS.items():
         for fit in args.fits:
@@ -274,7 +276,7 @@ def print_load(rows: list[dict], target: float, burners: int) -> None:
                           "MET" if r["met"] else "NOT MET"))
 
 
-def add_load_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("load", help="one fit in a fresh process, quiet vs next to a CPU burner")
     p.add_argument("--fits", nargs="+", default=list(LOAD_FITS), choices=list(LOAD_FITS))
     p.add_argument("--row-scale", type=float, default=1.0,

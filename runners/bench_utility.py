@@ -51,7 +51,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before any OpenMP runtime
 import argparse
 import json
 import math
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -239,16 +238,3 @@ def add_parser(sub) -> None:
     p.add_argument("--jobs", type=int, default=2, help="seeds in parallel (joblib processes)")
     p.add_argument("--out", type=Path, default=Path("results/bench/utility.json"))
     p.set_defaults(handler=run)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m runners.bench_utility`` runs this suite alone (same arguments)."""
-    ap = argparse.ArgumentParser(prog="python -m runners.bench_utility", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_parser(ap.add_subparsers(dest="suite", required=True))
-    args = ap.parse_args(["utility", *(sys.argv[1:] if argv is None else argv)])
-    return args.handler(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import mlflow
+from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
+
+from runners import tracking
 
 HARD = "hard"
 
@@ -66,4 +70,58 @@ def with_hard_budget(cfg: DictConfig) -> DictConfig:
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.method.params[name] = int(k)
+    return cfg
+
+
+#: the keys of ``dataset=file`` that say which data a run saw
+FILE_KEYS = ("path", "target", "test_path", "test_fraction", "categorical")
+
+
+def same_data(params: dict, cfg: DictConfig) -> bool:
+    """Whether a run's logged params describe the same data as ``cfg.dataset``: the same scale (as a
+    number: ``1`` is ``1.0``), validation share, generator arguments (e.g. ``feature_scale``) and,
+    for a user's file, the same file, target and test split (as given)."""
+    def number(value):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return value
+
+    kwargs = cfg.dataset.get("kwargs")
+    kwargs = OmegaConf.to_container(kwargs, resolve=True) if kwargs is not None else {}
+    wanted = tracking.flatten(kwargs, "dataset.kwargs.")
+    wanted.update({"dataset.scale": str(cfg.dataset.scale),
+                   "dataset.val_fraction": str(cfg.dataset.val_fraction)})
+    wanted.update({f"dataset.{key}": str(cfg.dataset.get(key)) for key in FILE_KEYS if key in cfg.dataset})
+    got = {k: v for k, v in params.items() if k.startswith("dataset.kwargs.")}
+    if set(got) != {k for k in wanted if k.startswith("dataset.kwargs.")}:
+        return False
+    return all(number(params.get(k)) == number(v) for k, v in wanted.items())
+
+
+def resolve_topk_k(cfg: DictConfig) -> int:
+    """GBDT-topK's K: the largest ``n_selected_features`` among the FINISHED runs of the methods that
+    count for it (gbfs, agbm, gtgbm) on the same data (dataset, scale, validation share, generator
+    arguments) in the same MLflow experiment, as the GT-GBM paper does (Section 5.1)."""
+    exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
+    query = (f"tags.dataset = '{cfg.dataset.name}' and tags.counts_for_topk = 'true' and "
+             f"attributes.status = 'FINISHED'")
+    runs = MlflowClient().search_runs([exp.experiment_id], filter_string=query, max_results=5000)
+    counts = [r.data.metrics["n_selected_features"] for r in runs
+              if "n_selected_features" in r.data.metrics and same_data(r.data.params, cfg)]
+    if not counts:
+        raise ValueError(f"gbdt_topk: method.params.k is null and there is no FINISHED gbfs/agbm/gtgbm "
+                         f"run on dataset {cfg.dataset.name!r} (scale {cfg.dataset.scale}) in MLflow "
+                         f"experiment {cfg.tracking.experiment!r} to take K from; run those first or set "
+                         f"method.params.k")
+    return max(1, int(max(counts)))
+
+
+def with_topk(cfg: DictConfig) -> DictConfig:
+    """Fill ``method.params.k`` from sibling runs when it is null (logged as the resolved value)."""
+    if cfg.method.estimator == "lightgbm" and cfg.method.params.get("kind") == "topk" \
+            and cfg.method.params.get("k") is None:
+        cfg = cfg.copy()
+        with open_dict(cfg):
+            cfg.method.params.k = resolve_topk_k(cfg)
     return cfg

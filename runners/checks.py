@@ -21,8 +21,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from runners import experiment, stores
 from runners import study as studies
+from runners.objective import constrained, objective_value
 from runners.search_space import check_search_space
-from runners.trial import constrained, objective_value
 
 #: the largest seed numpy's generators (and so TPE) take, plus one
 SEED_BOUND = 2**32

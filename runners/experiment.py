@@ -30,9 +30,9 @@ from runners.figures import correlation_heatmap
 from runners.sampler_config import (  # noqa: F401 (runners and tests import them from here too)
     NO_MVS,
     SAMPLER_ARGS,
-    _space,
     lightgbm_sampling,
     sampler_params,
+    sampler_space,
     search_space,
 )
 
@@ -151,7 +151,7 @@ def method_params(method: DictConfig, overrides: Mapping | None = None,
     """
     # a mandatory value left unset (``???``) fails here, naming its key, not in the estimator
     params = OmegaConf.to_container(method.params, resolve=True, throw_on_missing=True)
-    allowed = set(params) | set(sampler_params(sampler)) | set(_space(sampler))
+    allowed = set(params) | set(sampler_params(sampler)) | set(sampler_space(sampler))
     unknown = set(overrides or {}) - allowed
     if unknown:
         raise ValueError(f"method {method.name!r}: search space parameters {sorted(unknown)} are not in "

@@ -81,11 +81,11 @@ class InitOptunaStorage(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.get("tune") is not None and config.tune.get("enabled"):
             from runners import stores
-            from runners.tune import _storage
+            from runners.tune import open_storage
 
             try:   # a bad URL, driver or SQLite file, or a server that does not answer in time
                 stores.check_sqlalchemy_url(config.tune.get("storage"), "tune.storage")
-                _storage(config.tune.storage, config.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
+                open_storage(config.tune.storage, config.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
             except (ValueError, ConnectionError) as err:
                 raise SystemExit(str(err)) from err
 
@@ -156,7 +156,7 @@ class PrintComparison(Callback):
     """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from runners.run import format_table, ui_hint
+        from runners.summaries import format_table, ui_hint
 
         client = MlflowClient(tracking_uri=config.tracking.uri)
         exp = client.get_experiment_by_name(config.tracking.experiment)

@@ -31,7 +31,7 @@ def _se(a, b) -> float:
     return math.sqrt(a.auc_sd**2 / a.n_seeds + b.auc_sd**2 / b.n_seeds)
 
 
-def _noise(diff: float, se: float) -> str:
+def noise_note(diff: float, se: float) -> str:
     if se == 0 or math.isnan(se):
         return ""
     return " (within noise)" if abs(diff) < 2 * se else f" ({abs(diff) / se:.1f} se)"
@@ -50,7 +50,7 @@ def claims(t3: pd.DataFrame) -> list[str]:
             diff, paper = r.auc - topk.auc, r.auc_paper - topk.auc_paper
             out.append(
                 f"- Table 3: {name} has a higher test AUC than GBDT-topK (K = {topk.budget}): "
-                f"ours {_pt(diff)}{_noise(diff, _se(r, topk))}, paper {_pt(paper)}: {_holds(diff > 0)}."
+                f"ours {_pt(diff)}{noise_note(diff, _se(r, topk))}, paper {_pt(paper)}: {_holds(diff > 0)}."
             )
     if {"gbfs", "agbm", "gtgbm"} <= set(by):
         gt, others = by["gtgbm"], [by["gbfs"], by["agbm"]]
@@ -84,7 +84,7 @@ def claims(t3: pd.DataFrame) -> list[str]:
         diff, paper = best.auc - full.auc, best_paper - full.auc_paper
         out.append(
             f"- Tables 3 and 6: the best selector ({best.method}) loses at most 0.5 pt of test AUC "
-            f"against GBDT-Full on all features: ours {_pt(diff)}{_noise(diff, _se(best, full))}, paper "
+            f"against GBDT-Full on all features: ours {_pt(diff)}{noise_note(diff, _se(best, full))}, paper "
             f"{_pt(paper)}: {_holds(diff >= -0.5)}."
         )
     return out

@@ -88,12 +88,12 @@ def collect(
     return pd.DataFrame(records)
 
 
-def _given(value) -> bool:
+def is_given(value) -> bool:
     """Whether a tag or param holds a value (not missing, NaN, or a logged ``None``)."""
     return not (value is None or value in ("", "None") or (isinstance(value, float) and math.isnan(value)))
 
 
-def _sd(x: pd.Series) -> float:
+def sample_sd(x: pd.Series) -> float:
     return float(x.std(ddof=1)) if len(x) > 1 else 0.0
 
 
@@ -110,13 +110,13 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
                 "paper": g.paper.iloc[0],
                 "n_seeds": len(g),
                 "n_features": g.n_selected_features.mean(),
-                "n_features_sd": _sd(g.n_selected_features),
+                "n_features_sd": sample_sd(g.n_selected_features),
                 "rmse": g.test_rmse.mean(),
-                "rmse_sd": _sd(g.test_rmse),
+                "rmse_sd": sample_sd(g.test_rmse),
                 "auc": auc.mean(),
-                "auc_sd": _sd(auc),
+                "auc_sd": sample_sd(auc),
                 "fit_seconds": g.fit_seconds.mean(),
-                "budget": ",".join(sorted({str(b) for b in g.budget if _given(b)}, key=float)) or None,
+                "budget": ",".join(sorted({str(b) for b in g.budget if is_given(b)}, key=float)) or None,
                 "run_ids": " ".join(g.run_id),
             }
         )
@@ -143,7 +143,7 @@ def table3(summary: pd.DataFrame, dataset: str, correlations: Mapping[str, float
             rec.update(
                 {
                     key: getattr(s, key),
-                    f"{key}_sd": getattr(s, f"{key}_sd"),
+                    f"{key}sample_sd": getattr(s, f"{key}sample_sd"),
                     f"{key}_paper": paper[key],
                     f"{key}_delta": getattr(s, key) - paper[key],
                 }
@@ -153,17 +153,17 @@ def table3(summary: pd.DataFrame, dataset: str, correlations: Mapping[str, float
     return pd.DataFrame(rows)
 
 
-def _num(x: float, fmt: str) -> str:
+def fmt_num(x: float, fmt: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
-def _cite(run_ids: str) -> str:
+def cite_runs(run_ids: str) -> str:
     """MLflow run ids as a table cell: the first 8 characters of each (``table3.csv`` has them whole)."""
     return ", ".join(f"`{i[:8]}`" for i in run_ids.split())
 
 
-def _mean_sd(m: float, sd: float, fmt: str, n: int) -> str:
-    return _num(m, fmt) + ("" if n < 2 else f" ± {_num(sd, fmt)}")
+def mean_sd(m: float, sd: float, fmt: str, n: int) -> str:
+    return fmt_num(m, fmt) + ("" if n < 2 else f" ± {fmt_num(sd, fmt)}")
 
 
 def table3_markdown(t3: pd.DataFrame, dataset: str, n_features_corr: int) -> str:
@@ -174,14 +174,14 @@ def table3_markdown(t3: pd.DataFrame, dataset: str, n_features_corr: int) -> str
     ]
     for r in t3.itertuples():
         lines.append(
-            f"| {r.method}{f' (K={r.budget})' if _given(r.budget) else ''} | "
-            f"{_mean_sd(r.n_features, r.n_features_sd, '.1f', r.n_seeds)} | "
-            f"{_num(r.n_features_paper, '.0f')} | "
-            f"{_num(r.n_features_delta, '+.1f')} | {_mean_sd(r.rmse, r.rmse_sd, '.3f', r.n_seeds)} | "
-            f"{_num(r.rmse_paper, '.3f')} | {_num(r.rmse_delta, '+.3f')} | "
-            f"{_mean_sd(r.auc, r.auc_sd, '.2f', r.n_seeds)} | {_num(r.auc_paper, '.2f')} | "
-            f"{_num(r.auc_delta, '+.2f')} | {_num(r.corr_top, '.3f')} | "
-            f"{_num(r.fit_seconds, '.1f')} | {_cite(r.run_ids)} |"
+            f"| {r.method}{f' (K={r.budget})' if is_given(r.budget) else ''} | "
+            f"{mean_sd(r.n_features, r.n_features_sd, '.1f', r.n_seeds)} | "
+            f"{fmt_num(r.n_features_paper, '.0f')} | "
+            f"{fmt_num(r.n_features_delta, '+.1f')} | {mean_sd(r.rmse, r.rmse_sd, '.3f', r.n_seeds)} | "
+            f"{fmt_num(r.rmse_paper, '.3f')} | {fmt_num(r.rmse_delta, '+.3f')} | "
+            f"{mean_sd(r.auc, r.auc_sd, '.2f', r.n_seeds)} | {fmt_num(r.auc_paper, '.2f')} | "
+            f"{fmt_num(r.auc_delta, '+.2f')} | {fmt_num(r.corr_top, '.3f')} | "
+            f"{fmt_num(r.fit_seconds, '.1f')} | {cite_runs(r.run_ids)} |"
         )
     return "\n".join(lines)
 
@@ -201,7 +201,7 @@ def table5_markdown(frame: pd.DataFrame, dataset: str, seed: int) -> str:
         for _, ours, theirs in TABLE5:
             value = getattr(r, ours, None)
             cells += [
-                _num(float(value), ".3g") if value not in (None, "None") and not _nan(value) else "-",
+                fmt_num(float(value), ".3g") if value not in (None, "None") and not _nan(value) else "-",
                 "-" if paper is None or pd.isna(paper[theirs]) else f"{paper[theirs]:g}",
             ]
         other = ", ".join(
@@ -226,8 +226,8 @@ def table6_markdown(t3: pd.DataFrame, frame: pd.DataFrame, dataset: str, seed: i
         p = ref.loc["gbdt_full"] if "gbdt_full" in ref.index else None
         lines.append(
             f"| {r.method} | {float(lr):.3g} | {'-' if p is None else f'{p.shrinkage:g}'} | "
-            f"{'-' if p is None else f'{p.alpha:g}'} | {_mean_sd(r.auc, r.auc_sd, '.2f', r.n_seeds)} | "
-            f"{_num(r.auc_paper, '.2f')} | {_num(r.auc_delta, '+.2f')} | {_cite(r.run_ids)} |"
+            f"{'-' if p is None else f'{p.alpha:g}'} | {mean_sd(r.auc, r.auc_sd, '.2f', r.n_seeds)} | "
+            f"{fmt_num(r.auc_paper, '.2f')} | {fmt_num(r.auc_delta, '+.2f')} | {cite_runs(r.run_ids)} |"
         )
     return "\n".join(lines)
 

@@ -53,6 +53,7 @@ from runners import (
     reproduce_mvs,
     reproduce_ranking,
     sampling_report,
+    summaries,
     tracking,
 )
 from runners import run as single_run
@@ -332,7 +333,7 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
             rep.finish(status, time.perf_counter() - t0)
     print(
         f"reproduction {cfg.reproduce.name!r}: MLflow run {rep.parent_id}; "
-        + single_run.ui_hint(cfg.tracking.uri)
+        + summaries.ui_hint(cfg.tracking.uri)
     )
     return written
 

@@ -27,8 +27,8 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
 from runners import experiment, paper_tables
-from runners.paper_claims import _noise
-from runners.paper_tables import _cite, _given, _mean_sd, _num, _sd
+from runners.paper_claims import noise_note
+from runners.paper_tables import cite_runs, fmt_num, is_given, mean_sd, sample_sd
 from runners.ranking_eval import NDCG
 
 #: the metrics of a row's final runs read back for the table
@@ -46,9 +46,9 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     out = []
     for row, g in frame.groupby("row", sort=False):
         rec = {"method": g.label.iloc[0], "row": row, "paper": g.paper.iloc[0], "n_seeds": len(g),
-               "budget": ",".join(sorted({str(b) for b in g.budget if _given(b)}, key=float)) or None}
+               "budget": ",".join(sorted({str(b) for b in g.budget if is_given(b)}, key=float)) or None}
         for column, metric, _ in MEASURES:
-            rec.update({column: g[metric].mean(), f"{column}_sd": _sd(g[metric])})
+            rec.update({column: g[metric].mean(), f"{column}sample_sd": sample_sd(g[metric])})
         out.append({**rec, "run_ids": " ".join(g.run_id)})
     return pd.DataFrame(out)
 
@@ -71,11 +71,11 @@ def table4_markdown(t4: pd.DataFrame) -> str:
     head = [h for _, _, h in MEASURES] + [f"paper MRR ({d.upper()})" for d in PAPER_DATA]
     lines = ["| method | " + " | ".join(head) + " | MLflow runs |", "|---" * (len(head) + 2) + "|"]
     for r in t4.itertuples():
-        cells = [_mean_sd(getattr(r, c), getattr(r, f"{c}_sd"), fmt, r.n_seeds)
+        cells = [mean_sd(getattr(r, c), getattr(r, f"{c}sample_sd"), fmt, r.n_seeds)
                  for (c, _, _), fmt in zip(MEASURES, (".1f", ".3f", ".3f", ".2f"))]
-        cells += [_num(getattr(r, f"mrr_paper_{d}"), ".3f") for d in PAPER_DATA]
-        label = f"{r.method} (K={r.budget})" if _given(r.budget) else r.method
-        lines.append(f"| {label} | " + " | ".join(cells) + f" | {_cite(r.run_ids)} |")
+        cells += [fmt_num(getattr(r, f"mrr_paper_{d}"), ".3f") for d in PAPER_DATA]
+        label = f"{r.method} (K={r.budget})" if is_given(r.budget) else r.method
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {cite_runs(r.run_ids)} |")
     return "\n".join(lines)
 
 
@@ -101,7 +101,7 @@ def claims(t4: pd.DataFrame) -> list[str]:
         paper = ", ".join(f"{d.upper()} {_paper(gt, d) - _paper(other, d):+.3f}" for d in PAPER_DATA)
         ok = diff >= 0 or abs(diff) < 2 * se
         out.append(f"- GT-GBM's MRR is competitive with {other.method}'s: ours {diff:+.3f}"
-                   f"{_noise(diff, se)}, paper {paper}: {'**holds**' if ok else '**does not hold**'}.")
+                   f"{noise_note(diff, se)}, paper {paper}: {'**holds**' if ok else '**does not hold**'}.")
         ratio = other.fit_seconds / gt.fit_seconds if gt.fit_seconds > 0 else math.nan
         out.append(f"- GT-GBM trains in less time than {other.method}: {gt.fit_seconds:.2f} s vs "
                    f"{other.fit_seconds:.2f} s ({ratio:.2f}× GT-GBM's): "

@@ -24,7 +24,7 @@ _SAMPLER_USES["goss"]["goss_style"] = None
 NO_MVS = "LightGBM has no MVS (its MVS pull request was never merged); use a gbfs method"
 
 
-def _space(sampler: DictConfig | None) -> dict:
+def sampler_space(sampler: DictConfig | None) -> dict:
     if sampler is None or not sampler.get("search_space"):
         return {}
     return OmegaConf.to_container(sampler.search_space, resolve=True)
@@ -45,7 +45,7 @@ def sampler_params(sampler: DictConfig | None) -> dict:
 def search_space(method: DictConfig, sampler: DictConfig | None = None) -> dict:
     """``method.search_space`` merged with ``sampler.search_space`` (what Optuna tunes)."""
     space = OmegaConf.to_container(method.search_space, resolve=True) if method.get("search_space") else {}
-    extra = _space(sampler)
+    extra = sampler_space(sampler)
     clash = set(space) & set(extra)
     if clash:
         raise ValueError(f"method {method.name!r} and sampler {sampler.name!r} both tune {sorted(clash)}")

@@ -35,7 +35,7 @@ import sqlalchemy
 from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
-from runners import stores
+from runners import objective, stores
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ WORKER, NOT_RUN, ERROR = "worker", "not_run", "error"
 UNRECORDED_GRACE = 300.0
 
 
-def _storage(url: str, timeout: int | None = stores.DEFAULT_TIMEOUT) -> optuna.storages.RDBStorage:
+def open_storage(url: str, timeout: int | None = stores.DEFAULT_TIMEOUT) -> optuna.storages.RDBStorage:
     """The Optuna RDB storage at ``url`` (``tune.storage``), its schema created if need be.
 
     SQLite waits up to 60 s for the file's lock; a database server must accept the connection
@@ -97,7 +97,7 @@ def load_study(tune: DictConfig, storage: optuna.storages.RDBStorage | None = No
     parallel workers, each numbered by :func:`claim_invocation`) never repeat each other's random
     start-up trials, and the first invocation of a fresh study is seeded with ``sampler_seed``.
     """
-    storage = storage or _storage(tune.storage, tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
+    storage = storage or open_storage(tune.storage, tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
     if tune.study_name not in {s.study_name for s in storage.get_all_studies()}:
         optuna.create_study(study_name=tune.study_name, storage=storage, direction="maximize",
                             load_if_exists=True)   # (a parallel worker may create it first)
@@ -107,11 +107,8 @@ def load_study(tune: DictConfig, storage: optuna.storages.RDBStorage | None = No
 
 
 def _sampler(tune: DictConfig, seed: int | None) -> optuna.samplers.TPESampler:
-    # imported here: runners.trial pulls in the learner and MLflow, which this module does without
-    from runners import trial as one_trial
-
     constraints_func = None
-    if one_trial.constrained(tune) and not one_trial.trials_set_constraints():
+    if objective.constrained(tune) and not objective.trials_set_constraints():
         # Optuna 4 learns constraints only through constraints_func (deprecated in Optuna 5, where
         # the trial sets its own constraint, see runners.trial.record)
         constraints_func = _budget_constraints(tune)
@@ -148,7 +145,7 @@ def worker() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-def _maybe_alive(worker: str | None) -> bool:
+def maybe_alive(worker: str | None) -> bool:
     """Whether the process that started a trial may still run it: only processes of this host are
     checked, so several machines can share a study."""
     host, _, pid = (worker or "").rpartition(":")
@@ -172,7 +169,7 @@ def _running_alive(trial: FrozenTrial, now: datetime) -> bool:
     if WORKER not in trial.user_attrs:   # asked a moment ago by a worker about to record itself
         start = trial.datetime_start
         return start is not None and (now - start).total_seconds() < UNRECORDED_GRACE
-    return _maybe_alive(trial.user_attrs[WORKER])
+    return maybe_alive(trial.user_attrs[WORKER])
 
 
 def running_elsewhere(study: optuna.Study) -> list[FrozenTrial]:
@@ -247,7 +244,7 @@ def claim_refit(storage: optuna.storages.RDBStorage, study: optuna.Study, state:
     attempts = sorted(int(k[len(prefix):]) for k in attrs if k.startswith(prefix))
     if attempts:
         last = attrs[f"{prefix}{attempts[-1]}"]
-        if last["invocations"] >= invocation or _maybe_alive(last["worker"]):
+        if last["invocations"] >= invocation or maybe_alive(last["worker"]):
             return last["worker"]
     mine = {"worker": worker(), "invocations": max([invocation, *_invocations(attrs)])}
     won = claim_attr(storage, study, f"{prefix}{attempts[-1] + 1 if attempts else 0}", mine, system=True)

@@ -35,7 +35,7 @@ from runners import stores
 # the URI check lives with the other checks of the stores, the dead-process housekeeping in
 # runners.workers; runners import them from here too
 from runners.stores import ACCEPTED_URIS, DB_SCHEMES, check_uri  # noqa: F401
-from runners.workers import _proc_stat, fail_dead_runs, process_alive, worker_id  # noqa: F401
+from runners.workers import fail_dead_runs, proc_stat, process_alive, worker_id  # noqa: F401
 
 log = logging.getLogger(__name__)
 

@@ -43,17 +43,10 @@ from tqdm.auto import tqdm
 from gbfs.data import Dataset
 from runners import budget, checks, experiment, mlflow_native, stability, stores, tracking
 from runners import study as studies
-from runners.checks import check_tune
-from runners.run import _in_multirun, _with_topk, format_table, run_tags, ui_hint
-from runners.search_space import check_search_space, suggest
-from runners.study import ERROR, _maybe_alive, _storage, load_study, n_done
-from runners.trial import Objective, feasible, objective_value
-from runners.trial import record as _record
-
-# runners.tune's names of before the split into runners.search_space, runners.study, runners.trial
-# (_storage for the multirun callback that creates the Optuna storage)
-__all__ = ["best_trial", "check_search_space", "check_tune", "find_parent_run", "load_study", "n_done",
-           "objective_value", "refit", "run", "suggest", "_maybe_alive", "_record", "_storage"]
+from runners.objective import feasible
+from runners.study import ERROR, load_study, n_done, open_storage
+from runners.summaries import format_table, in_multirun, run_tags, ui_hint
+from runners.trial import Objective
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +177,7 @@ def _close_interrupted_runs(trials: list[FrozenTrial], keep: str | None = None) 
 
 def _tune(cfg: DictConfig, storage: optuna.storages.RDBStorage, study: optuna.Study, tags: dict[str, str],
           parent_id: str, invocation: int, created: bool) -> dict[str, float]:
-    cfg = _with_topk(cfg)
+    cfg = budget.with_topk(cfg)
     tags = {**tags, **budget.budget_tags(cfg)}    # GBDT-topK's K may be known only now
     mlflow.set_tags(budget.budget_tags(cfg))
     if created:
@@ -194,7 +187,7 @@ def _tune(cfg: DictConfig, storage: optuna.storages.RDBStorage, study: optuna.St
     _close_interrupted_runs(studies.fail_interrupted_trials(study), keep=parent_id)
     ds = experiment.load_data(cfg)
     trial_tags = {**tags, "counts_for_topk": "false", "role": "trial", "study_name": study.study_name}
-    show = cfg.tune.get("progress", True) and not _in_multirun()   # parallel jobs' bars would garble
+    show = cfg.tune.get("progress", True) and not in_multirun()   # parallel jobs' bars would garble
     label = f"tune {cfg.method.name} on {cfg.dataset.name}" if show else None
     progress = TrialProgress(study, cfg.tune, label)
     try:
@@ -345,7 +338,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
     exp_id = tracking.configure(cfg.tracking)
     mlflow_native.configure_ui(exp_id)
     tags = run_tags(cfg)
-    storage = _storage(cfg.tune.storage, cfg.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
+    storage = open_storage(cfg.tune.storage, cfg.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
     study = load_study(cfg.tune, storage)
     name = study.study_name
     parent, invocation, created = _start_parent(storage, study, exp_id, {
@@ -358,7 +351,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
         except BaseException as err:
             _end_parent(parent.info.run_id, "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
             raise
-    if cfg.get("print_summary", True) and not _in_multirun():
+    if cfg.get("print_summary", True) and not in_multirun():
         if any(k in metrics for k in TEST_METRICS):
             row = {"method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset)}
             print(format_table([{**row, **budget.budget_tags(cfg), **metrics}]))

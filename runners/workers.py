@@ -24,11 +24,11 @@ def worker_id() -> str:
     start time in clock ticks since boot (Linux; it tells a reused pid apart), or ``host:pid``
     where ``/proc`` is not available."""
     pid = os.getpid()
-    start = _proc_stat(pid)
+    start = proc_stat(pid)
     return f"{socket.gethostname()}:{pid}" + ("" if start is None else f":{start[1]}")
 
 
-def _proc_stat(pid: int) -> tuple[str, str] | None:
+def proc_stat(pid: int) -> tuple[str, str] | None:
     """``(state, start time)`` of process ``pid`` from ``/proc/<pid>/stat``, or None."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -67,7 +67,7 @@ def process_alive(worker: str | None) -> bool:
         return False
     except PermissionError:
         pass   # it exists, under another user
-    now = _proc_stat(pid)
+    now = proc_stat(pid)
     if now is None:
         return True
     return now[0] not in ("Z", "X") and (start is None or now[1] == start)

@@ -174,7 +174,7 @@ def race(studies: list[tuple[str, str]], n_trials: int, n_workers: int = 6) -> l
     from runners import study as study_module
 
     for url, name in studies:
-        optuna.create_study(study_name=name, storage=study_module._storage(url))
+        optuna.create_study(study_name=name, storage=study_module.open_storage(url))
     ctx = multiprocessing.get_context("spawn")
     barrier, results = ctx.Barrier(n_workers), ctx.Queue()
     procs = [ctx.Process(target=race_worker, args=(studies, n_trials, barrier, results))
@@ -217,7 +217,7 @@ def race_worker(studies: list[tuple[str, str]], n_trials: int, barrier, results)
     ran = []
     try:
         for url, name in studies:
-            study = optuna.load_study(study_name=name, storage=study_module._storage(url),
+            study = optuna.load_study(study_name=name, storage=study_module.open_storage(url),
                                       sampler=optuna.samplers.RandomSampler())
             barrier.wait()
             ran.append(study_module.run_trials(study, objective, n_trials))

@@ -312,9 +312,9 @@ def test_a_timeout_the_storage_url_gives_is_kept(tmp_path, blackhole):
     assert stores.connect_args(url.split("?")[0], 30) == {"connect_timeout": 30}
     assert stores.connect_args("sqlite:///optuna.db", 30) == {}
     assert stores.connect_args("mysql+pymysql://u@h/db", 7) == {"connect_timeout": 7}
-    from runners.study import _storage
+    from runners.study import open_storage
 
-    err, elapsed = bounded(lambda: _storage(url, 30))
+    err, elapsed = bounded(lambda: open_storage(url, 30))
     assert isinstance(err, ConnectionError) and "timeout expired" in str(err)
     assert elapsed < 15   # the URL's 2 s, not the 30 s
 
@@ -518,7 +518,7 @@ def test_a_reproduction_running_in_a_live_process_is_not_resumed(tmp_path):
     exp_id = tracking.init_store(uri, "reproduction", str(tmp_path / "mlartifacts"))
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        worker = f"{socket.gethostname()}:{child.pid}:{tracking._proc_stat(child.pid)[1]}"
+        worker = f"{socket.gethostname()}:{child.pid}:{tracking.proc_stat(child.pid)[1]}"
         client = MlflowClient(tracking_uri=uri)
         parent = client.create_run(exp_id, tags={"role": "reproduction", "reproduction_name": "tiny",
                                                  "worker": worker}).info.run_id

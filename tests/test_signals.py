@@ -282,7 +282,7 @@ def test_process_alive_only_says_no_for_dead_processes_of_this_host():
         zombie = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         zombie.kill()
         deadline = time.monotonic() + BOUND
-        while tracking._proc_stat(zombie.pid)[0] != "Z" and time.monotonic() < deadline:
+        while tracking.proc_stat(zombie.pid)[0] != "Z" and time.monotonic() < deadline:
             time.sleep(0.05)   # killed but not reaped yet: a zombie is dead
         assert not tracking.process_alive(f"{host}:{zombie.pid}")
         zombie.wait()

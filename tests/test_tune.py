@@ -17,8 +17,10 @@ from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 from optuna.trial import TrialState
 
-from runners import budget, experiment, run, tune
+from runners import budget, experiment, run, search_space, tune
+from runners import objective as objective_module
 from runners import trial as trial_module
+from runners.objective import objective_value
 
 CONF = str(Path(__file__).parents[1] / "conf")
 TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_scale=0.02", "method=agbm",
@@ -99,7 +101,7 @@ def test_study_runs_n_trials_then_refits_on_test(tmp_path, capsys):
     assert "test_auc" in parent.data.metrics
     assert float(parent.data.tags["best.mu"]) == pytest.approx(best.params["mu"])
     # only the refit counts for GBDT-topK's K, not the trials nor the study run
-    assert run.resolve_topk_k(cfg) == int(metrics["n_selected_features"])
+    assert budget.resolve_topk_k(cfg) == int(metrics["n_selected_features"])
     # a bar over the trials with the best value so far
     err = capsys.readouterr().err
     assert "tune agbm on gisette_like" in err and "4/4" in err and f"best={best.value:.4f}" in err
@@ -196,7 +198,7 @@ def _sampled(tmp_path, name: str, seed: int) -> list[dict]:
     study = tune.load_study(cfg.tune)
     for _ in range(5):
         trial = study.ask()
-        params = tune.suggest(trial, experiment.search_space(cfg.method))
+        params = search_space.suggest(trial, experiment.search_space(cfg.method))
         study.tell(trial, -abs(math.log10(params["mu"]) + 3))
     return [t.params for t in study.trials]
 
@@ -208,7 +210,7 @@ def test_the_seed_makes_the_tpe_sequence_reproducible(tmp_path):
 
 
 def test_timeout_stops_the_study_before_n_trials(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tune, "_in_multirun", lambda: True)   # and no progress bar in a multirun
+    monkeypatch.setattr(tune, "in_multirun", lambda: True)   # and no progress bar in a multirun
     # a trial takes 0.1-1 s here: 30 of them would take several seconds
     cfg = make_cfg(tmp_path, "tune.n_trials=30", "tune.timeout=1", "tune.refit=false")
     out = tune.run(cfg)
@@ -347,7 +349,7 @@ def test_best_trial_skips_trials_over_the_budget():
 
 def test_optuna_4_learns_the_budget_through_constraints_func(tmp_path, monkeypatch):
     """Optuna 4 has no Trial.set_constraint: the sampler's constraints_func reads the feature count."""
-    monkeypatch.setattr(trial_module, "trials_set_constraints", lambda: False)
+    monkeypatch.setattr(objective_module, "trials_set_constraints", lambda: False)
     cfg = make_cfg(tmp_path, "tune.objective=val_auc_budget", "tune.feature_budget=8",
                    "tune.budget_mode=constraint")
     with warnings.catch_warnings():
@@ -355,20 +357,20 @@ def test_optuna_4_learns_the_budget_through_constraints_func(tmp_path, monkeypat
         study = tune.load_study(cfg.tune)
     for n in (12, 6):
         trial = study.ask()
-        tune._record(trial, {"val_auc": 0.7, "n_selected_features": n}, cfg.tune)
+        trial_module.record(trial, {"val_auc": 0.7, "n_selected_features": n}, cfg.tune)
         study.tell(trial, 0.7)
     assert [t.constraints for t in study.trials] == [{"0": 4.0}, {"0": -2.0}]
 
 
 def test_objective_value():
     tune_cfg = {"objective": "val_auc_budget", "feature_budget": 10, "budget_penalty": 0.01}
-    assert tune.objective_value(0.9, 14, tune_cfg) == pytest.approx(0.86)
-    assert tune.objective_value(0.9, 8, tune_cfg) == pytest.approx(0.9)
-    assert tune.objective_value(0.9, 14, {**tune_cfg, "objective": "val_auc"}) == pytest.approx(0.9)
+    assert objective_value(0.9, 14, tune_cfg) == pytest.approx(0.86)
+    assert objective_value(0.9, 8, tune_cfg) == pytest.approx(0.9)
+    assert objective_value(0.9, 14, {**tune_cfg, "objective": "val_auc"}) == pytest.approx(0.9)
     with pytest.raises(ValueError, match="feature_budget"):
-        tune.objective_value(0.9, 14, {**tune_cfg, "feature_budget": None})
+        objective_value(0.9, 14, {**tune_cfg, "feature_budget": None})
     with pytest.raises(ValueError, match="tune.objective"):
-        tune.objective_value(0.9, 14, {**tune_cfg, "objective": "test_auc"})
+        objective_value(0.9, 14, {**tune_cfg, "objective": "test_auc"})
 
 
 @pytest.mark.parametrize("overrides, match", [

@@ -90,7 +90,7 @@ def test_a_queued_trial_counts_every_claimed_trial(tmp_path):
 
 def test_claim_attr_keeps_the_first_value(tmp_path):
     cfg = tiny_cfg(tmp_path)
-    storage = study_module._storage(cfg.tune.storage)
+    storage = study_module.open_storage(cfg.tune.storage)
     study = tune.load_study(cfg.tune, storage)
     assert study_module.claim_attr(storage, study, "k", "first") == "first"
     assert study_module.claim_attr(storage, study, "k", "second") == "first"
@@ -104,11 +104,11 @@ def test_only_trials_of_dead_local_processes_count_as_interrupted():
     dead = subprocess.Popen(["true"])
     dead.wait()
     host = socket.gethostname()
-    assert study_module._maybe_alive("another-host:123")   # a worker of a shared study elsewhere
-    assert study_module._maybe_alive(f"{host}:{os.getppid()}")
-    assert not study_module._maybe_alive(f"{host}:{dead.pid}")
-    assert not study_module._maybe_alive(f"{host}:{os.getpid()}")   # an earlier study of this process
-    assert not study_module._maybe_alive(None)   # a trial asked for outside runners.tune
+    assert study_module.maybe_alive("another-host:123")   # a worker of a shared study elsewhere
+    assert study_module.maybe_alive(f"{host}:{os.getppid()}")
+    assert not study_module.maybe_alive(f"{host}:{dead.pid}")
+    assert not study_module.maybe_alive(f"{host}:{os.getpid()}")   # an earlier study of this process
+    assert not study_module.maybe_alive(None)   # a trial asked for outside runners.tune
 
 
 @pytest.mark.slow  # four processes for ~20 s; CI runs it with -m slow

@@ -173,7 +173,7 @@ def read_flight_csv(path: str | os.PathLike) -> pd.DataFrame:
     return df
 
 
-def _natural_key(value: str):
+def natural_key(value: str):
     # "c-2" before "c-10", as a reader expects (a plain sort puts c-10 first)
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", value)]
 
@@ -198,7 +198,7 @@ def encode_flight(train: pd.DataFrame, test: pd.DataFrame):
     names: list[str] = []
     codes_tr, codes_te = [], []
     for col in FLIGHT_CATEGORICAL:
-        levels = sorted(set(train[col].astype(str)) | set(test[col].astype(str)), key=_natural_key)
+        levels = sorted(set(train[col].astype(str)) | set(test[col].astype(str)), key=natural_key)
         lookup = {v: i + len(names) for i, v in enumerate(levels)}
         codes_tr.append(train[col].astype(str).map(lookup).to_numpy(np.int64))
         codes_te.append(test[col].astype(str).map(lookup).to_numpy(np.int64))

@@ -1,4 +1,4 @@
-"""Fitting a :class:`gbfs.estimators.single_task._GBFSBase` estimator: validate and bin once, then select
+"""Fitting a :class:`gbfs.estimators.single_task.BaseGBFS` estimator: validate and bin once, then select
 and refit.
 
 :func:`prepare` does everything that does not depend on ``mu``, ``max_features`` or ``refit``

@@ -35,7 +35,7 @@ from ..io import envelope
 from . import model_io
 from ._docs import MULTITASK_PARAM_DOC
 from ._params import numba_threads, prediction_threads
-from .single_task import GBFSClassifier, GBFSRegressor, _GBFSBase
+from .single_task import GBFSClassifier, GBFSRegressor, BaseGBFS
 
 #: the keys of a multitask model file: a single-task file's without init_score, trees and
 #: selected_features, with the tasks and their trees (see ``save_model``)
@@ -57,7 +57,7 @@ def _first_use(trees) -> list[int]:
     return order
 
 
-class _MultitaskBase(_GBFSBase):
+class _MultitaskBase(BaseGBFS):
     def __init__(self, *, mu_task=0.01, **params):
         super().__init__(**params)
         self.mu_task = mu_task
@@ -302,7 +302,7 @@ class _MultitaskBase(_GBFSBase):
         return est
 
 
-_base_signature = inspect.signature(_GBFSBase.__init__)
+_base_signature = inspect.signature(BaseGBFS.__init__)
 _names = list(_base_signature.parameters)
 _params = list(_base_signature.parameters.values())
 _params.insert(_names.index("mu") + 1,

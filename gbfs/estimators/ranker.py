@@ -14,11 +14,11 @@ import numpy as np
 from ..booster.losses.ranking import check_relevance, group_offsets, mrr, ndcg_at
 from ..io import envelope
 from ._docs import PARAM_DOC
-from .single_task import _GBFSBase
+from .single_task import BaseGBFS
 
 
 @envelope.register_model
-class GBFSRanker(_GBFSBase):
+class GBFSRanker(BaseGBFS):
     __doc__ = ("Gradient boosted feature selection for learning to rank (LambdaRank).\n"
                "\n    Rows come in query groups (``group``: the sizes of consecutive groups, as in\n"
                "    LightGBM); labels are graded relevances, integers in [0, 31].  ``eval_at`` is the\n"
@@ -82,7 +82,7 @@ class GBFSRanker(_GBFSBase):
         return mrr(check_relevance(y), self.predict(X), group_offsets(group, len(y)))
 
 
-_base = inspect.signature(_GBFSBase.__init__)
+_base = inspect.signature(BaseGBFS.__init__)
 _params = [p.replace(default="newton") if p.name in ("criterion", "leaf_estimate") else p
            for p in _base.parameters.values()]
 _params.insert(len(_params) - 2, inspect.Parameter("eval_at", inspect.Parameter.KEYWORD_ONLY, default=10))

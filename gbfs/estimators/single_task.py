@@ -28,7 +28,7 @@ from ._docs import PARAM_DOC
 from ._params import boosting_params, group_test_plan, numba_threads, prediction_threads
 
 
-class _GBFSBase(SelectorMixin, BaseEstimator):
+class BaseGBFS(SelectorMixin, BaseEstimator):
     _loss = ""
 
     def __init__(self, *, method="agbm", mu=0.01, feature_costs=None, feature_bags=None,
@@ -297,7 +297,7 @@ class _GBFSBase(SelectorMixin, BaseEstimator):
 
 
 @envelope.register_model
-class GBFSClassifier(ClassifierMixin, _GBFSBase):
+class GBFSClassifier(ClassifierMixin, BaseGBFS):
     __doc__ = ("Gradient boosted feature selection for classification (log-loss).\n"
                "\n    Two labels: binary log-loss, ``classes_[1]`` is the positive class.  More than two:\n"
                "    the softmax, one tree per class per round, with one Omega for all classes (a feature\n"
@@ -358,7 +358,7 @@ class GBFSClassifier(ClassifierMixin, _GBFSBase):
 
 
 @envelope.register_model
-class GBFSRegressor(RegressorMixin, _GBFSBase):
+class GBFSRegressor(RegressorMixin, BaseGBFS):
     __doc__ = "Gradient boosted feature selection for regression (squared error).\n" + PARAM_DOC
     _loss = "squared_error"
 

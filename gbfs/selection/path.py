@@ -143,9 +143,9 @@ class _Search:
 
 
 def _check(estimator, budgets, eval_set, patience, n_probes, refine, cv, budget_unit):
-    from ..estimators.single_task import _GBFSBase
+    from ..estimators.single_task import BaseGBFS
 
-    if not isinstance(estimator, _GBFSBase):
+    if not isinstance(estimator, BaseGBFS):
         raise TypeError(f"estimator must be a GBFSClassifier or GBFSRegressor, got "
                         f"{type(estimator).__name__}")
     if estimator.method not in ("gbfs", "agbm", "gtgbm"):
