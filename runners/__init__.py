@@ -7,8 +7,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from runners import stores
-from runners.command_line import check_command_line
+from runners.core.command_line import check_command_line
+from runners.tracking import stores
 
 # ``python -m runners.<name>`` imports this package first: refuse, saying how to quote it, a value
 # Hydra would refuse for want of quotes (a path with spaces split by the shell), before Hydra parses
@@ -28,8 +28,8 @@ def data_label(name: str, path: str | None = None) -> str:
 def val_score(estimator: str) -> str:
     """The validation score of ``method.estimator``'s task, the default tuning objective: ``val_auc``,
     ``val_ndcg_at_10`` for a ranking estimator (an unknown estimator gets ``val_auc``: its error comes
-    from :func:`runners.experiment.estimator_kind`, naming the known ones)."""
-    from runners.experiment import ESTIMATORS, TASKS
+    from :func:`runners.core.experiment.estimator_kind`, naming the known ones)."""
+    from runners.core.experiment import ESTIMATORS, TASKS
 
     kind = ESTIMATORS.get(str(estimator))
     return "val_auc" if kind is None else TASKS[kind.task].score
@@ -40,5 +40,5 @@ OmegaConf.register_new_resolver("data_label", data_label, replace=True)
 # ``${val_score:${method.estimator}}``: conf/tune/optuna.yaml's default objective
 OmegaConf.register_new_resolver("val_score", val_score, replace=True)
 # ``${mlflow_env:MLFLOW_HTTP_REQUEST_TIMEOUT,30}``: conf/tracking/*.yaml's timeouts default to MLflow's
-# variables as the user's environment gave them (runners.stores.USER_ENV)
+# variables as the user's environment gave them (runners.tracking.stores.USER_ENV)
 OmegaConf.register_new_resolver("mlflow_env", stores.env_default, replace=True)

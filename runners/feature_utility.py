@@ -33,7 +33,8 @@ from omegaconf import DictConfig, OmegaConf
 from gbfs import feature_utility
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data import Dataset
-from runners import experiment, tracking
+from runners.core import experiment
+from runners.tracking import runs as tracking
 
 ROWS = ("test", "val")
 

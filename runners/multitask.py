@@ -10,10 +10,10 @@ trials on the validation split and its refit (:mod:`runners.tune`); the command 
 (``method.params.max_features=20``, ``method.params.n_estimators=50``, ``tune.n_trials=8``) apply to
 every variant alike, so every variant is tuned the same way, or fitted with the documented settings
 of its method config.  ``max_features`` bounds every variant's features over all tasks
-(:mod:`runners.multitask_variants`): the comparison is at equal total feature budgets.
+(:mod:`runners.core.multitask_variants`): the comparison is at equal total feature budgets.
 
 Then the test AUPRC and AUC of each variant per task and their Total are drawn as grouped bars
-(:func:`runners.multitask_figure.task_bars`) and written with a summary to ``compare.out_dir``
+(:func:`runners.paper.multitask_figure.task_bars`) and written with a summary to ``compare.out_dir``
 (``results/multitask/``): ``<name>_auprc.png``, ``<name>_auc.png`` (and their CSVs), ``<name>.md``
 (the table, the settings, each variant against the best baseline) and ``<name>.json``.  The same
 files are the artifacts of one MLflow run (tag ``role=comparison``; metrics ``<variant>.test_auprc``,
@@ -33,9 +33,11 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from runners import budget, experiment, run, tracking
-from runners.multitask_eval import task_names
-from runners.multitask_figure import task_bars
+from runners import run
+from runners.core import budget, experiment
+from runners.core.multitask_eval import task_names
+from runners.paper.multitask_figure import task_bars
+from runners.tracking import runs as tracking
 
 #: the figures: (metric key, label)
 METRICS = (("auprc", "AUPRC"), ("auc", "AUC"))

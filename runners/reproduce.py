@@ -14,17 +14,17 @@ and scored once on test; every further seed fits the tuned parameters on its own
 GT-GBM selected at that seed (the paper's rule, :func:`topk_k`).  A real dataset whose files are not
 on disk is skipped with one line.  A ranking dataset (``dataset.task: ranking``, e.g. the stand-in
 ``ranking_like``) runs the rows of ``reproduce.ranking_rows`` the same way and gives the paper's
-Table 4 (:mod:`runners.reproduce_ranking`).  The MVS paper's Tables 2-4 come from
-:mod:`runners.reproduce_mvs`.
+Table 4 (:mod:`runners.paper.reproduce_ranking`).  The MVS paper's Tables 2-4 come from
+:mod:`runners.paper.reproduce_mvs`.
 
 MLflow: one parent run per reproduction (``role=reproduction``, found again by ``reproduce.name``),
 every study and fit nested under it and tagged ``reproduction`` (the parent's id),
 ``repro_dataset``, ``repro_row``, ``repro_config`` (a digest of the settings that made it).  The
-tables are built by reading those runs back (:mod:`runners.paper_tables`), never from memory, so
+tables are built by reading those runs back (:mod:`runners.paper.tables`), never from memory, so
 a second invocation resumes: a unit whose FINISHED run exists is reused, an interrupted study
 continues from its counted trials.  The parent is ended FINISHED, FAILED on an error, KILLED on
 Ctrl-C or SIGTERM (exit status 143).  One process at a time runs a reproduction: a second one of
-the same name stops before any run, naming the first (:mod:`runners.reproduce_lock`).
+the same name stops before any run, naming the first (:mod:`runners.paper.reproduce_lock`).
 """
 
 from __future__ import annotations
@@ -46,19 +46,12 @@ from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from runners import (
-    checks,
-    paper_tables,
-    reproduce_lock,
-    reproduce_mvs,
-    reproduce_ranking,
-    sampling_report,
-    summaries,
-    tracking,
-)
 from runners import run as single_run
 from runners import tune as tuning
-from runners.reproduce_plan import (
+from runners.core import checks, summaries
+from runners.paper import reproduce_lock, reproduce_mvs, reproduce_ranking, sampling_report
+from runners.paper import tables as paper_tables
+from runners.paper.reproduce_plan import (
     Row,
     data_overrides,
     datasets_of,
@@ -69,6 +62,7 @@ from runners.reproduce_plan import (
     scale_of,
     topk_k,
 )
+from runners.tracking import runs as tracking
 
 log = logging.getLogger(__name__)
 
@@ -241,7 +235,7 @@ class Reproduction:
 
 
 def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
-    """The MVS paper's Tables 2-4 (:mod:`runners.reproduce_mvs`): the comparison's MLflow run under
+    """The MVS paper's Tables 2-4 (:mod:`runners.paper.reproduce_mvs`): the comparison's MLflow run under
     the parent (``role=sampling``; reused when finished), its CSV and settings read back from that
     run, the tables written into ``folder`` next to the paper's numbers."""
     config = digest(settings, str(rep.cfg.reproduce.name))
@@ -309,10 +303,10 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
     Raises
     ------
     ValueError
-        On a bad ``reproduce`` setting or one its units share (:func:`runners.checks.check_reproduction`),
-        before any run is created.
+        On a bad ``reproduce`` setting or one its units share
+        (:func:`runners.core.checks.check_reproduction`), before any run is created.
     RuntimeError
-        When the same reproduction already runs in another process (:mod:`runners.reproduce_lock`),
+        When the same reproduction already runs in another process (:mod:`runners.paper.reproduce_lock`),
         before any run is created.
     """
     checks.check_reproduction(cfg)   # the settings its units share, naming the key

@@ -3,22 +3,22 @@
 ``main`` only calls :func:`run`, which is importable and returns the logged metrics.  One MLflow
 run per fitted model with, under the same names for every method: the flattened config as
 params and the resolved config as ``config.yaml``; the metrics of
-:func:`runners.experiment.fit_evaluate`; the curves ``val_auc``, ``val_rmse``, ``root_variance``,
+:func:`runners.core.experiment.fit_evaluate`; the curves ``val_auc``, ``val_rmse``, ``root_variance``,
 ``elapsed_seconds`` by iteration; the selected features (JSON), their correlation heatmap (PNG)
 and the model file; its data splits as MLflow dataset inputs and the model as the MLflow model
-``runs:/<run_id>/model`` (:mod:`runners.mlflow_native`); tags method, dataset, seed, git commit,
-and ``budget`` (tag and param) when the method has a hard feature budget (:mod:`runners.budget`);
-with ``stability.enabled``, the selection stability (:mod:`runners.stability`).  Every run is
+``runs:/<run_id>/model`` (:mod:`runners.tracking.mlflow_native`); tags method, dataset, seed, git commit,
+and ``budget`` (tag and param) when the method has a hard feature budget (:mod:`runners.core.budget`);
+with ``stability.enabled``, the selection stability (:mod:`runners.core.stability`).  Every run is
 ended on every exit path and the exception re-raised: FAILED on an error, KILLED on Ctrl-C or
 SIGTERM (``main`` turns SIGTERM into an interrupt and exits with status 143), nested runs included
-(:func:`runners.tracking.managed_run`); the tag ``worker`` (host, pid, process start) lets a later
-run mark FAILED the runs of a SIGKILLed process (:func:`runners.tracking.fail_dead_runs`).  A bad
+(:func:`runners.tracking.runs.managed_run`); the tag ``worker`` (host, pid, process start) lets a later
+run mark FAILED the runs of a SIGKILLed process (:func:`runners.tracking.runs.fail_dead_runs`).  A bad
 ``dataset`` setting, ``seed`` or ``tracking.uri`` fails before any run is created.  ``tune=optuna``
 hands over to :mod:`runners.tune`.
 
 What a run fits is the :data:`KINDS` entry of ``method.estimator``: one model (:func:`fit_one`) by
 default, the selection path with a nested run per budget for ``gbfs_path``
-(:func:`runners.path_run.fit_path`).
+(:func:`runners.core.path_run.fit_path`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ import mlflow
 from omegaconf import DictConfig
 
 from gbfs.data import Dataset
-from runners import budget, checks, experiment, mlflow_native, path_run, stability, summaries, tracking
+from runners.core import budget, checks, experiment, path_run, stability, summaries
+from runners.tracking import mlflow_native
+from runners.tracking import runs as tracking
 
 
 def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Logged:
@@ -61,11 +63,11 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Raises
     ------
     ValueError
-        On a bad setting (:func:`runners.checks.check_run`: ``dataset.scale``,
+        On a bad setting (:func:`runners.core.checks.check_run`: ``dataset.scale``,
         ``dataset.val_fraction``, ``seed``, ``tracking.*``, the method's feature budget, an override
         ``key={}`` that would change nothing) or a ``tracking.parent_run_id`` that is no run of the
         experiment, before any MLflow run is created; on a failing fit (its run FAILED).
-    runners.stores.StoreUnreachable
+    runners.tracking.stores.StoreUnreachable
         When the tracking store does not answer within ``tracking.timeout`` seconds.
     """
     if cfg.tune.enabled:

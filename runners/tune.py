@@ -8,11 +8,11 @@ directly (seeded TPE, median pruning on the per-iteration validation metric, RDB
 is resumable by name and runs trials until ``tune.n_trials`` of them count (COMPLETE or PRUNED: a
 failed trial never uses up the budget), within ``tune.timeout`` seconds.  Several workers may share
 a study (parallel jobs, or the same command on several machines): together they run exactly
-``n_trials`` counted trials, log under one parent run and refit once (:mod:`runners.study`).
+``n_trials`` counted trials, log under one parent run and refit once (:mod:`runners.tuning.study`).
 ``tune.objective=val_auc_budget`` either penalises the features over ``tune.feature_budget``
 (``tune.budget_mode=penalty``) or makes those trials infeasible (``constraint``: TPE learns the
 constraint and the refit only considers trials within the budget); ``tune.budget_mode=hard`` gives
-every trial ``max_features`` = ``tune.feature_budget`` (``k`` for GBDT-topK, :mod:`runners.budget`),
+every trial ``max_features`` = ``tune.feature_budget`` (``k`` for GBDT-topK, :mod:`runners.core.budget`),
 so each trial is within the budget by construction.  The test split is only looked at by the refit.
 A progress bar over the counted trials shows the best value so far (``tune.progress``; never in a
 multirun, where one line is logged per trial instead).
@@ -23,7 +23,7 @@ is resumed; its params are the config of the invocation that started it (each la
 (``best_val_ndcg_at_10`` for a ranking method, whose objective is validation NDCG@10),
 trials by state, the refit's test metrics) are logged at step = the number of counted trials, so the
 latest are the study's current ones.  Under it, a nested run per trial (``role=trial``,
-``trial_state``; :mod:`runners.trial`) and a nested ``refit`` run, the study's latest refit being
+``trial_state``; :mod:`runners.tuning.trial`) and a nested ``refit`` run, the study's latest refit being
 the only one that counts for GBDT-topK's K.
 """
 
@@ -41,12 +41,14 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from gbfs.data import Dataset
-from runners import budget, checks, experiment, mlflow_native, stability, stores, tracking
-from runners import study as studies
-from runners.objective import feasible
-from runners.study import ERROR, load_study, n_done, open_storage
-from runners.summaries import format_table, in_multirun, run_tags, ui_hint
-from runners.trial import Objective
+from runners.core import budget, checks, experiment, stability
+from runners.core.summaries import format_table, in_multirun, run_tags, ui_hint
+from runners.tracking import mlflow_native, stores
+from runners.tracking import runs as tracking
+from runners.tuning import study as studies
+from runners.tuning.objective import feasible
+from runners.tuning.study import ERROR, load_study, n_done, open_storage
+from runners.tuning.trial import Objective
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +129,7 @@ def best_trial(study: optuna.Study, tune: DictConfig | Mapping) -> FrozenTrial:
 def refit(cfg: DictConfig, ds: Dataset, best_params: Mapping, tags: dict[str, str]) -> dict[str, float]:
     """Fit ``best_params`` on train (validation as eval set), evaluate once on test; log a nested
     ``refit`` run like a ``runners.run`` run (final metrics after the curves, by
-    :func:`runners.experiment.log_outcome`); return its metrics."""
+    :func:`runners.core.experiment.log_outcome`); return its metrics."""
     best_cfg = cfg.copy()
     with open_dict(best_cfg):
         best_cfg.method.params.update(dict(best_params))
@@ -156,7 +158,7 @@ def _supersede_refits(latest: mlflow.entities.RunInfo, parent_id: str) -> None:
 
 def _close_interrupted_runs(trials: list[FrozenTrial], keep: str | None = None) -> None:
     """End the MLflow runs a killed study left RUNNING: its trial runs FAILED (tagged
-    ``trial_state=FAIL`` even when :func:`runners.tracking.fail_dead_runs` ended them first) and its
+    ``trial_state=FAIL`` even when :func:`runners.tracking.runs.fail_dead_runs` ended them first) and its
     parent KILLED, unless that is ``keep``, the parent run this invocation resumes."""
     client = MlflowClient()
     for t in trials:
@@ -323,11 +325,11 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Raises
     ------
     ValueError
-        On bad settings (:func:`runners.checks.check_tuning`: search space, objective, budget,
+        On bad settings (:func:`runners.core.checks.check_tuning`: search space, objective, budget,
         hard budget, pruner, ``n_trials``, ``timeout``, study name, storage, tracking, the
         dataset's and the method's task), before any trial or run is created; when
         ``tracking.parent_run_id`` is no run of the experiment.
-    runners.stores.StoreUnreachable
+    runners.tracking.stores.StoreUnreachable
         When the tracking store or the Optuna storage does not answer within its timeout.
     RuntimeError
         If no trial of the study completed (with the first failure's error and how to go on), or

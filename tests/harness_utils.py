@@ -64,7 +64,7 @@ def tune_argv(root: Path, overrides: list[str]) -> list[str]:
 def init_stores(cfg) -> None:
     """Create the MLflow store, its experiment and the Optuna storage of ``cfg`` as the multirun
     callbacks do before parallel jobs start (parallel first users race for a fresh schema)."""
-    from runners.hydra_callbacks import InitMLflowStore, InitOptunaStorage
+    from runners.tracking.hydra_callbacks import InitMLflowStore, InitOptunaStorage
 
     InitMLflowStore().on_multirun_start(cfg)
     InitOptunaStorage().on_multirun_start(cfg)
@@ -132,7 +132,7 @@ def check_shared_study(cfg, metrics: list[dict], n_trials: int, n_workers: int) 
     from optuna.trial import TrialState
 
     from runners import tune
-    from runners.study import NOT_RUN
+    from runners.tuning.study import NOT_RUN
 
     study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
     trials = study.get_trials()
@@ -171,7 +171,7 @@ def race(studies: list[tuple[str, str]], n_trials: int, n_workers: int = 6) -> l
     import optuna
     from optuna.trial import TrialState
 
-    from runners import study as study_module
+    from runners.tuning import study as study_module
 
     for url, name in studies:
         optuna.create_study(study_name=name, storage=study_module.open_storage(url))
@@ -196,14 +196,14 @@ def race(studies: list[tuple[str, str]], n_trials: int, n_workers: int = 6) -> l
 
 def race_worker(studies: list[tuple[str, str]], n_trials: int, barrier, results) -> None:
     """Process target: on each study (storage URL, name) of ``studies`` in turn, once the other workers are
-    ready, run :func:`runners.study.run_trials` with an instant objective that fails below x = 0.2
+    ready, run :func:`runners.tuning.study.run_trials` with an instant objective that fails below x = 0.2
     and prunes below 0.3; put ("ok", [number of trials run per study]) or ("error", text) on
     ``results``."""
     import traceback
 
     import optuna
 
-    from runners import study as study_module
+    from runners.tuning import study as study_module
 
     def objective(trial):
         x = trial.suggest_float("x", 0, 1)

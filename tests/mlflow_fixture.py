@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.local_server import answers, free_port
+from runners.tracking.local_server import answers, free_port
 
 #: seconds to wait for ``/health``; only reached when the server hangs (a dead one fails at once)
 START_BOUND = 180.0

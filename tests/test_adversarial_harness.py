@@ -28,13 +28,13 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-# runners.checks, runners.stores and runners.reproduce_lock are imported where used, so that each
-# test of the runners' behaviour also runs (and fails) on a harness without them
+# runners.core.checks, runners.tracking.stores and runners.paper.reproduce_lock are imported where used, so
+# that each test of the runners' behaviour also runs (and fails) on a harness without them
 from runners import reproduce as rp
 from runners import run as run_module
-from runners import tracking
 from runners import tune as tune_module
-from runners.local_server import free_port
+from runners.tracking import runs as tracking
+from runners.tracking.local_server import free_port
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow", "mlflow_http_env")
 
@@ -209,7 +209,7 @@ def test_tracking_timeout_in_the_config_bounds_the_wait_for_a_silent_server(tmp_
 
 @pytest.mark.slow
 def test_after_the_probe_every_mlflow_request_is_bounded_by_the_settings(blackhole):
-    from runners import stores
+    from runners.tracking import stores
 
     uri = f"http://127.0.0.1:{blackhole}"
     with pytest.raises(ConnectionError, match="tracking.uri"):
@@ -266,7 +266,7 @@ def test_an_unreachable_tracking_server_fails_within_the_default_30_s(tmp_path, 
 
 
 def test_a_multirun_on_a_silent_tracking_server_stops_before_its_jobs(tmp_path, blackhole):
-    from runners.hydra_callbacks import InitMLflowStore
+    from runners.tracking.hydra_callbacks import InitMLflowStore
 
     uri = f"http://127.0.0.1:{blackhole}"
     cfg = tiny(tmp_path, ["tracking=remote", f"tracking.uri={uri}", f"tracking.timeout={TIMEOUT}"])
@@ -295,7 +295,7 @@ def test_a_silent_postgresql_optuna_storage_fails_within_the_default_30_s(tmp_pa
 
 
 def test_a_multirun_on_a_silent_optuna_storage_stops_before_its_jobs(tmp_path, blackhole):
-    from runners.hydra_callbacks import InitOptunaStorage
+    from runners.tracking.hydra_callbacks import InitOptunaStorage
 
     url = f"postgresql+psycopg2://optuna@127.0.0.1:{blackhole}/optuna"
     cfg = tiny(tmp_path, [f"tune.storage='{url}'", f"tune.storage_timeout={TIMEOUT}"], tune=True)
@@ -305,14 +305,14 @@ def test_a_multirun_on_a_silent_optuna_storage_stops_before_its_jobs(tmp_path, b
 
 @pytest.mark.slow
 def test_a_timeout_the_storage_url_gives_is_kept(tmp_path, blackhole):
-    from runners import stores
+    from runners.tracking import stores
 
     url = f"postgresql+psycopg2://optuna@127.0.0.1:{blackhole}/optuna?connect_timeout=2"
     assert stores.connect_args(url, 30) == {}                       # not overridden by connect_args
     assert stores.connect_args(url.split("?")[0], 30) == {"connect_timeout": 30}
     assert stores.connect_args("sqlite:///optuna.db", 30) == {}
     assert stores.connect_args("mysql+pymysql://u@h/db", 7) == {"connect_timeout": 7}
-    from runners.study import open_storage
+    from runners.tuning.study import open_storage
 
     err, elapsed = bounded(lambda: open_storage(url, 30))
     assert isinstance(err, ConnectionError) and "timeout expired" in str(err)
@@ -494,7 +494,7 @@ def _holder(path: Path) -> subprocess.Popen:
 
 
 def test_a_second_reproduction_of_one_name_is_refused_naming_the_first(tmp_path):
-    from runners import reproduce_lock
+    from runners.paper import reproduce_lock
 
     cfg = reproduce_cfg(tmp_path, EMPTY_REPRODUCTION)
     holder = _holder(reproduce_lock.lock_path(cfg))
@@ -589,7 +589,7 @@ def test_an_empty_mapping_override_is_refused_from_the_command_line(tmp_path):
 
 
 def test_only_overrides_that_change_nothing_are_refused(tmp_path):
-    from runners import checks
+    from runners.core import checks
 
     cfg = reproduce_cfg(tmp_path, [])
     for fine in (["tracking.tags={}"], ["+extra={}"], ["~reproduce.rows.gbfs"], ["method=gbfs,agbm"],

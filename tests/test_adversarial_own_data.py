@@ -279,7 +279,7 @@ def test_a_path_hydra_cannot_parse_says_how_to_quote_it():
 
 
 def test_overrides_hydra_reads_as_given_pass():
-    from runners.command_line import override_problem
+    from runners.core.command_line import override_problem
 
     assert override_problem(["dataset=file", "dataset.path=/tmp/my data.csv", "dataset.target=label"]) is None
     assert override_problem(["-m", "method=agbm,gbfs", "dataset.path='/tmp/a (1).csv'"]) is None
@@ -314,7 +314,7 @@ def test_a_real_valued_target_says_the_harness_has_no_regression(tmp_path, data_
 
 
 def test_the_hydra_entry_points_are_those_checked():
-    from runners.command_line import HYDRA_ENTRY_POINTS
+    from runners.core.command_line import HYDRA_ENTRY_POINTS
 
     found = sorted(p.stem for p in (REPO / "runners").glob("*.py") if "@hydra.main(" in p.read_text())
     assert found == sorted(HYDRA_ENTRY_POINTS)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from runners import bench
-from runners.bench_cost import COST_BLIND, draw_costs, summarise
+from runners.bench.selection.cost import COST_BLIND, draw_costs, summarise
 
 
 def test_costs_are_log_uniform_and_the_features_of_most_gain_are_dear():

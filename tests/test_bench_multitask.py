@@ -1,4 +1,4 @@
-"""The multitask benchmark (runners.bench_multitask) in quick mode, in-process: outputs written, their
+"""The multitask benchmark (runners.bench.multitask) in quick mode, in-process: outputs written, their
 structure, budgets kept and choices made by validation; Isolet skipped with a note when absent and run
 on a small stand-in file otherwise.  No timing is asserted: the targets are for the full run."""
 
@@ -10,8 +10,8 @@ import re
 import numpy as np
 import pytest
 
-from runners import bench_multitask as bm
 from runners.bench import main
+from runners.bench import multitask as bm
 
 
 @pytest.fixture(scope="module")

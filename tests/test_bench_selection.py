@@ -1,4 +1,4 @@
-"""The feature-selection benchmark's machinery (runners.bench_selection) end to end on tiny settings:
+"""The feature-selection benchmark's machinery (runners.bench.selection.suite) end to end on tiny settings:
 outputs written, every family's chosen setting within its budget and chosen by validation AUC (checked
 from the CSV rows), verdict lines; the path family's guard; the target checks on handmade records."""
 
@@ -12,11 +12,9 @@ import pandas as pd
 import pytest
 from sklearn.datasets import make_classification
 
-from runners import bench_selection_data as data
-from runners import bench_selection_families as families
-from runners import bench_selection_report as report
-from runners.bench_selection import add_parser, benchmark, make_split, settings, write_report
-from runners.bench_selection_families import FAMILIES, Booster, Grids
+from runners.bench.selection import data, families, report
+from runners.bench.selection.families import FAMILIES, Booster, Grids
+from runners.bench.selection.suite import add_parser, benchmark, make_split, settings, write_report
 
 BUDGETS = (3, 5)
 BOOSTER = Booster(n_estimators=15, early_stopping_rounds=5, threads=1)
@@ -165,7 +163,7 @@ def test_cli_settings(tmp_path):
 
 
 def test_opt_in_families_run_only_when_named():
-    from runners.bench_selection import select_families
+    from runners.bench.selection.suite import select_families
 
     default = select_families(None)
     assert "lgbm:rfe" not in default and not any(n.startswith("gbfs:path+") for n in default)
@@ -222,7 +220,7 @@ def test_shap_and_mrmr_families_fill_every_budget():
 
 
 def test_peer_targets_compare_the_default_path_with_the_best_peer_of_each_cell():
-    from runners.bench_selection_peers import DEFAULT_PATH, lightgbm_topk_seconds, peer_lines
+    from runners.bench.selection.peers import DEFAULT_PATH, lightgbm_topk_seconds, peer_lines
 
     cells = []
     for k, path, rfe, topk in [(5, 0.90, 0.91, 0.89), (10, 0.93, 0.92, 0.925)]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from runners import bench
-from runners.bench_tiny import microarray, summarise
+from runners.bench.selection.tiny import microarray, summarise
 
 
 def test_microarray_like_data_has_its_statistics():

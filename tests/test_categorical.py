@@ -332,7 +332,8 @@ def test_the_lightgbm_baselines_split_on_categories(kind, kw, tmp_path):
 def test_the_harness_splits_a_datasets_categorical_columns(tmp_path, method, monkeypatch):
     from harness_utils import compose_cfg
 
-    from runners import experiment, run
+    from runners import run
+    from runners.core import experiment
 
     seen = []
     build = experiment.build_estimator

@@ -258,7 +258,8 @@ def test_info_path_prints_what_would_load(tmp_path, csv, root, capsys):
 
 
 def test_harness_dataset_file(tmp_path, csv, monkeypatch):
-    from runners import experiment, run
+    from runners import run
+    from runners.core import experiment
 
     data = f"paths.data_dir={tmp_path / 'data-root'}"
     monkeypatch.chdir(tmp_path)                          # a relative path: from where the command runs

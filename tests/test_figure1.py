@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from runners import figure1
+from runners.paper import figure1
 
 ARGS = ["--d", "12", "24", "--n", "200", "3000", "--replications", "4", "--quiet"]
 

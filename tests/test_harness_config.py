@@ -6,7 +6,8 @@ import pytest
 from harness_utils import compose_cfg, group_options
 from omegaconf import OmegaConf
 
-from runners import budget, experiment, run
+from runners import run
+from runners.core import budget, experiment
 
 METHODS = group_options("method")
 DATASETS = group_options("dataset")

@@ -1,4 +1,5 @@
-"""Runs recorded in MLflow's own terms (runners.mlflow_native, runners.mlflow_model): the data as
+"""Runs recorded in MLflow's own terms (runners.tracking.mlflow_native, runners.tracking.mlflow_model): the
+data as
 dataset inputs, the fitted model as an MLflow model that loads and predicts exactly as the model
 file; the UI's experiment kind and runs view; a data file's name in the tables.  Serving the model,
 loading it without the harness and the UI's screenshot: tests/test_mlflow_serve.py (slow)."""
@@ -19,9 +20,10 @@ from omegaconf import open_dict
 
 import gbfs
 from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
-from runners import experiment, mlflow_model, mlflow_native
 from runners import run as run_module
-from runners.hydra_callbacks import PrintComparison, dataset_of, run_value
+from runners.core import experiment, summaries
+from runners.tracking import mlflow_model, mlflow_native
+from runners.tracking.hydra_callbacks import PrintComparison, dataset_of, run_value
 
 REPO = Path(__file__).resolve().parents[1]
 METHODS = {"agbm": [], "lgbm_cegb": ["n_threads=1"], "gbdt_topk": ["n_threads=1", "method.params.k=4"]}
@@ -150,10 +152,10 @@ def test_the_experiment_opens_on_the_runs_table_with_the_metrics_that_matter(sto
     assert {"metrics.`test_auc`", "metrics.`n_selected_features`", "attributes.`Dataset`"} <= set(
         view["selectedColumns"])
     # the link the runners print opens it, in the UI's model-training mode
-    hint = run_module.ui_hint(store["uri"], exp_id)
+    hint = summaries.ui_hint(store["uri"], exp_id)
     assert hint.endswith(f"http://127.0.0.1:5000/#/experiments/{exp_id}/runs?viewStateShareKey="
                          f"{mlflow_native.VIEW_KEY}&workflowType=machine_learning)")
-    remote = run_module.ui_hint("http://host:5000/", exp_id)
+    remote = summaries.ui_hint("http://host:5000/", exp_id)
     assert remote.endswith(f"open http://host:5000/{mlflow_native.runs_view_url(exp_id)}")
     # a kind chosen in the UI is kept; the view is written again only when it changed
     client.set_experiment_tag(exp_id, mlflow_native.KIND_TAG, "genai_development")
@@ -327,10 +329,10 @@ def test_the_wrapper_names_what_is_missing():
         mlflow_model.log_model(type("M", (), {"n_features_in_": 3})(), "m.json", np.zeros((2, 2)), ["a", "b"])
 
 
-# ------------------------------------------------------------------------------- runners.screenshot
+# ------------------------------------------------------------------------------- runners.tracking.screenshot
 
 def test_screenshot_arguments_and_runs(store, capsys):
-    from runners import screenshot
+    from runners.tracking import screenshot
 
     with pytest.raises(SystemExit) as done:
         screenshot.main(["--help"])

@@ -1,5 +1,5 @@
 """The MLflow models of runs in other processes: ``mlflow models serve`` answering exactly as the
-model file, a process without the harness loading the model, and ``runners.screenshot`` against a
+model file, a process without the harness loading the model, and ``runners.tracking.screenshot`` against a
 real ``mlflow server`` (all ``slow``: each starts a server or an interpreter)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from harness_utils import TINY, compose_cfg, wait_for
 from mlflow.tracking import MlflowClient
 
 import gbfs
-from runners import experiment
 from runners import run as run_module
-from runners.local_server import answers
+from runners.core import experiment
+from runners.tracking.local_server import answers
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ def _expected(store, tmp_path) -> tuple[object, np.ndarray]:
 # ------------------------------------------------------------------------------- mlflow models serve
 
 def _serve(run_id: str, uri: str, log: Path) -> tuple[subprocess.Popen, str]:
-    from runners.local_server import free_port
+    from runners.tracking.local_server import free_port
 
     port = free_port()
     with open(log, "wb") as out:   # a file, not a pipe: nobody reads a pipe while the test runs
@@ -117,7 +117,7 @@ def test_screenshot_of_the_runs_table(store, tmp_path):
     """``python -m runners.screenshot`` on the store: a PNG of the runs table (skipped without
     Playwright, a development tool, or without a Chromium)."""
     pytest.importorskip("playwright")
-    from runners import screenshot
+    from runners.tracking import screenshot
 
     out = tmp_path / "ui.png"
     try:

@@ -20,12 +20,12 @@ from omegaconf import OmegaConf
 from gbfs import GBFSClassifier
 from gbfs.data import load_dataset
 from gbfs.data.ovr import one_vs_rest
-from runners import experiment
 from runners import multitask as mt_runner
 from runners import run as run_module
 from runners import tune as tune_module
-from runners.multitask_variants import IndependentWithinBudget, PooledWithinBudget
-from runners.search_space import check_search_space
+from runners.core import experiment
+from runners.core.multitask_variants import IndependentWithinBudget, PooledWithinBudget
+from runners.tuning.search_space import check_search_space
 
 VARIANTS = ("mt_agbm", "mt_gtgbm", "mt_groupsparse", "mt_singletask", "mt_independent")
 MT_DATASETS = ("multitask", "isolet_ovr", "tox171_ovr")

@@ -1,4 +1,5 @@
-"""The selection path as a method (runners.path_run) and the sweep summary of runners.hydra_callbacks,
+"""The selection path as a method (runners.core.path_run) and the sweep summary of
+runners.tracking.hydra_callbacks,
 against a real MLflow SQLite store in a temporary folder."""
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 
 from gbfs import load_model
-from runners import experiment, tracking
 from runners import run as run_module
-from runners.hydra_callbacks import PrintComparison
+from runners.core import experiment, summaries
+from runners.tracking import runs as tracking
+from runners.tracking.hydra_callbacks import PrintComparison
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 # two budgets and a short search keep the path at a few seconds on the TINY data
@@ -88,16 +90,16 @@ def test_format_table_shows_budget_and_given_columns():
     rows = [{"method": "agbm", "dataset": "d", "budget": 5, "sampler": "goss", "test_auc": 0.91234,
              "n_selected_features": 5.0},
             {"method": "gbdt_full", "dataset": "d", "budget": None, "sampler": "None", "fit_seconds": 1.26}]
-    lines = run_module.format_table(rows, ["sampler"]).splitlines()
+    lines = summaries.format_table(rows, ["sampler"]).splitlines()
     assert lines[0] == ("| method | dataset | budget | sampler | test AUC | test RMSE | selected features "
                         "| fit s |")
     assert lines[2] == "| agbm | d | 5 | goss | 0.9123 | - | 5 | - |"
     assert lines[3] == "| gbdt_full | d | - | - | - | - | - | 1.3 |"
-    assert run_module.format_table([]).count("\n") == 1     # the header only
+    assert summaries.format_table([]).count("\n") == 1     # the header only
 
 
 def test_an_interrupt_in_a_budget_run_ends_it_and_the_path_killed(tmp_path, monkeypatch):
-    """SIGTERM (runners.tracking.Terminated) while a budget's nested run logs: neither that run nor
+    """SIGTERM (runners.tracking.runs.Terminated) while a budget's nested run logs: neither that run nor
     the path's run is left RUNNING, and both say KILLED, not FAILED."""
     def interrupted(*args, **kwargs):
         raise tracking.Terminated("SIGTERM received")

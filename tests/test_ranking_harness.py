@@ -25,11 +25,14 @@ from omegaconf import OmegaConf
 from gbfs import GBFSRanker, load_model
 from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
 from gbfs.data.synthetic.generators import GENERATORS
-from runners import experiment, ranking_eval, reproduce_ranking, tracking, tune
 from runners import reproduce as rp
 from runners import run as run_module
-from runners.reproduce_plan import rows_by_task
-from runners.search_space import check_search_space
+from runners import tune
+from runners.core import experiment, ranking_eval
+from runners.paper import reproduce_ranking
+from runners.paper.reproduce_plan import rows_by_task
+from runners.tracking import runs as tracking
+from runners.tuning.search_space import check_search_space
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 

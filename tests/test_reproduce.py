@@ -16,8 +16,9 @@ from harness_utils import CONF
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
-from runners import paper_claims, paper_tables
 from runners import reproduce as rp
+from runners.paper import claims as paper_claims
+from runners.paper import tables as paper_tables
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
@@ -319,7 +320,7 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
 
     from harness_utils import wait_for
 
-    from runners import tracking
+    from runners.tracking import runs as tracking
 
     # the store exists before the process starts, so polling it never races its schema creation
     tracking.init_store(f"sqlite:///{tmp_path}/mlflow.db", "reproduction", str(tmp_path / "mlartifacts"))

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runners import reproduce_mvs, sampling
+from runners.paper import reproduce_mvs, sampling
 
 BASE_ERROR = 0.2
 

@@ -17,6 +17,7 @@ from mlflow.tracking import MlflowClient
 from gbfs import load_model
 from gbfs.data import load_dataset
 from runners import run as run_module
+from runners.core import budget, summaries
 
 REPO = Path(__file__).resolve().parents[1]
 METRICS = {"test_auc", "test_rmse", "test_logloss", "val_auc", "n_selected_features", "precompute_seconds",
@@ -111,7 +112,7 @@ def test_gbdt_topk_takes_k_from_sibling_runs(tmp_path):
     assert topk.data.metrics["ranking_seconds"] <= topk.data.metrics["fit_seconds"]
     # the scale written as another number of the same value finds the same siblings
     same = [o if o != "dataset.scale=0.05" else "dataset.scale=0.050" for o in TINY]
-    assert run_module.resolve_topk_k(compose_cfg(tmp_path, [*same, "method=gbdt_topk"])) == expected
+    assert budget.resolve_topk_k(compose_cfg(tmp_path, [*same, "method=gbdt_topk"])) == expected
 
 
 def test_max_features_run_logs_its_budget_and_stability_when_asked(tmp_path, capsys):
@@ -209,7 +210,7 @@ def test_optuna_storage_is_created_before_parallel_jobs(tmp_path):
 
     from harness_utils import open_optuna_storage
 
-    from runners.hydra_callbacks import InitOptunaStorage
+    from runners.tracking.hydra_callbacks import InitOptunaStorage
 
     ctx = multiprocessing.get_context("spawn")
     for rep in range(3):
@@ -258,7 +259,7 @@ def test_run_logs_to_a_remote_tracking_server(tmp_path, mlflow_server):
     assert r.info.status == "FINISHED" and r.data.metrics["test_auc"] == pytest.approx(metrics["test_auc"])
     assert {"model.json", "selected_features.json"} <= {a.path for a in client.list_artifacts(r.info.run_id)}
     assert not (tmp_path / "mlflow.db").exists()          # nothing went to the local store
-    assert run_module.ui_hint(mlflow_server).endswith(f"open {mlflow_server}")
+    assert summaries.ui_hint(mlflow_server).endswith(f"open {mlflow_server}")
 
 
 # ------------------------------------------------------------------ errors naming the config key
@@ -272,14 +273,14 @@ def test_a_bad_tracking_uri_names_the_key_before_any_run(tmp_path, uri, problem)
         run_module.run(cfg)
     assert mlflow.active_run() is None and not list(tmp_path.iterdir())   # no store, no run
     # a multirun stops before its jobs (Hydra would turn a ValueError of a callback into a warning)
-    from runners.hydra_callbacks import InitMLflowStore
+    from runners.tracking.hydra_callbacks import InitMLflowStore
 
     with pytest.raises(SystemExit, match="tracking.uri"):
         InitMLflowStore().on_multirun_start(cfg)
 
 
 def test_the_tracking_stores_mlflow_opens_are_accepted(monkeypatch):
-    from runners import tracking
+    from runners.tracking import runs as tracking
 
     for uri in ("sqlite:///mlflow.db", "sqlite:////abs/mlflow.db", "postgresql://u@db/mlflow",
                 "postgresql+psycopg2://u@db:5432/mlflow", "mysql+pymysql://u@db/m", "mssql://u@db/m",
@@ -305,7 +306,7 @@ def test_a_bad_dataset_setting_names_the_key_before_any_run(tmp_path, override, 
 
 
 def test_real_data_scale_is_a_share_of_its_rows(tmp_path):
-    from runners import experiment
+    from runners.core import experiment
 
     with pytest.raises(ValueError, match=r"dataset.scale must be in \(0, 1\], the share of the real data"):
         experiment.check_dataset(compose_cfg(tmp_path, ["dataset=gisette", "dataset.scale=2"]))
@@ -320,13 +321,13 @@ def test_slurm_launcher_composes_with_the_plugins_settings_and_ours(tmp_path):
     assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     assert launcher.partition == "cpu" and launcher.timeout_min == 240       # ours over the plugin's
     assert launcher.signal_delay_s == 120 and "submitit_folder" in launcher   # the plugin's own settings
-    from runners.hydra_callbacks import check_launcher
+    from runners.tracking.hydra_callbacks import check_launcher
 
     check_launcher(launcher)                           # installed here (the test extra): no error
 
 
 def test_a_missing_launcher_plugin_names_the_extra(tmp_path, monkeypatch):
-    from runners.hydra_callbacks import CheckLauncher
+    from runners.tracking.hydra_callbacks import CheckLauncher
 
     cfg = compose_cfg(tmp_path, ["hydra/launcher=slurm"], hydra_cfg=True)
     monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_submitit_launcher.submitit_launcher", None)
@@ -365,7 +366,7 @@ def test_gbdt_topk_finds_its_k_on_data_without_generator_arguments_and_per_file(
     run_module.run(compose_cfg(tmp_path, ["dataset=breast_cancer", "method=agbm", *small]))
     _, (agbm,) = _runs(tmp_path)
     cancer = compose_cfg(tmp_path, ["dataset=breast_cancer", "method=gbdt_topk"])
-    assert run_module.resolve_topk_k(cancer) == int(agbm.data.metrics["n_selected_features"])
+    assert budget.resolve_topk_k(cancer) == int(agbm.data.metrics["n_selected_features"])
     rng = np.random.default_rng(0)
     for name, n_cols in (("a.csv", 6), ("b.csv", 9)):
         X = rng.random((240, n_cols))
@@ -378,7 +379,7 @@ def test_gbdt_topk_finds_its_k_on_data_without_generator_arguments_and_per_file(
     run_module.run(compose_cfg(tmp_path, [*file_a, "method=gbfs", *small, "method.params.mu=0"]))
     _, runs = _runs(tmp_path)
     k_a = int(runs[-1].data.metrics["n_selected_features"])
-    assert run_module.resolve_topk_k(compose_cfg(tmp_path, [*file_a, "method=gbdt_topk"])) == k_a
+    assert budget.resolve_topk_k(compose_cfg(tmp_path, [*file_a, "method=gbdt_topk"])) == k_a
     file_b = ["dataset=file", f"dataset.path={tmp_path / 'b.csv'}", "dataset.target=label", root]
     with pytest.raises(ValueError, match="no FINISHED gbfs/agbm/gtgbm run"):
-        run_module.resolve_topk_k(compose_cfg(tmp_path, [*file_b, "method=gbdt_topk"]))
+        budget.resolve_topk_k(compose_cfg(tmp_path, [*file_b, "method=gbdt_topk"]))

@@ -13,7 +13,9 @@ from harness_utils import TINY, compose_cfg, group_options
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
-from runners import bench, experiment, sampling
+from runners import bench
+from runners.core import experiment
+from runners.paper import sampling
 
 SAMPLERS = group_options("sampler")
 COMMITTED = Path(__file__).resolve().parents[1] / "results" / "sampling" / "sampling.csv"
@@ -239,7 +241,7 @@ def test_mvs_verdict():
 
 
 def test_threshold_references_agree_on_edge_cases():
-    from runners.bench_sampling import threshold_partition, threshold_sort
+    from runners.bench.sampling import threshold_partition, threshold_sort
 
     v = np.array([5.0, 1.0, 1.0, 1.0, 1.0])          # 5 is capped: mu = 4 / (2 - 1) = 4
     assert threshold_sort(v, 2.0) == threshold_partition(v, 2.0) == 4.0

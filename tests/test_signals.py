@@ -1,5 +1,5 @@
 """No MLflow run is left RUNNING: SIGTERM and SIGKILL against real ``python -m runners.run`` and
-``runners.tune`` processes on a temporary SQLite store, the run life cycle of runners.tracking, and
+``runners.tune`` processes on a temporary SQLite store, the run life cycle of runners.tracking.runs, and
 the runs of dead processes marked FAILED at start-up.
 
 The processes take several seconds to import MLflow and numba, more on a loaded machine: every wait
@@ -24,14 +24,14 @@ import pytest
 from harness_utils import TINY
 from mlflow.tracking import MlflowClient
 
-from runners import tracking
+from runners.tracking import runs as tracking
 
 REPO = Path(__file__).resolve().parents[1]
 #: a fit of ten million trees without early stopping: ended only by the signal (~1 ms per tree)
 ENDLESS = ["method.params.n_estimators=10000000", "method.params.early_stopping_rounds=null"]
 #: seconds for a process to start and reach a state; only reached when something is wrong
 BOUND = 300.0
-#: 128 + SIGTERM: what runners.tracking.sigterm_as_interrupt exits with
+#: 128 + SIGTERM: what runners.tracking.runs.sigterm_as_interrupt exits with
 EXIT_SIGTERM = 143
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")

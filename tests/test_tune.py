@@ -17,10 +17,12 @@ from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 from optuna.trial import TrialState
 
-from runners import budget, experiment, run, search_space, tune
-from runners import objective as objective_module
-from runners import trial as trial_module
-from runners.objective import objective_value
+from runners import run, tune
+from runners.core import budget, experiment
+from runners.tuning import objective as objective_module
+from runners.tuning import search_space
+from runners.tuning import trial as trial_module
+from runners.tuning.objective import objective_value
 
 CONF = str(Path(__file__).parents[1] / "conf")
 TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_scale=0.02", "method=agbm",

@@ -1,4 +1,4 @@
-"""Workers of one tuning study (runners.study): how a trial is claimed, then real processes on one
+"""Workers of one tuning study (runners.tuning.study): how a trial is claimed, then real processes on one
 study (SQLite storage and MLflow store in tmp_path) and a worker killed mid-trial.  The study ends
 with exactly ``tune.n_trials`` counted trials, one parent run and one counted refit."""
 
@@ -26,8 +26,8 @@ from harness_utils import (
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
 
-from runners import study as study_module
 from runners import tune
+from runners.tuning import study as study_module
 
 REPO = Path(__file__).resolve().parents[1]
 

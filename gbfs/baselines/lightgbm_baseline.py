@@ -8,7 +8,7 @@ in a fit on all features; ``"cegb"`` is LightGBM's coupled (first-use) feature p
 peer of GBFS, set to ``mu * n_train_rows`` per feature with ``cegb_tradeoff = 1``.  Why times n: A-GBM
 keeps a split on a new feature when ``gain_sse / SSE_root > mu``; at the first tree
 ``SSE_root = n p (1 - p) ~ n / 4`` and LightGBM's Newton gain is ~4x the SSE gain (hessians ~ 1/4), so
-``mu * n`` in LightGBM's gain units matches A-GBM's ``mu`` (as in ``runners/bench_gtgbm.py``); later
+``mu * n`` in LightGBM's gain units matches A-GBM's ``mu`` (as in ``runners/bench/gtgbm.py``); later
 trees are not rescaled.
 
 Its ``history_`` records are built from LightGBM's training loop (:mod:`gbfs.baselines.lightgbm_history`).

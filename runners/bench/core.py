@@ -1,0 +1,304 @@
+"""The core benchmark (``python -m runners.bench core``): the booster against LightGBM, shape by shape.
+
+``gtgbm`` is described in :mod:`runners.bench.gtgbm`, ``categorical`` in
+:mod:`runners.bench.categorical`, ``ranking`` in :mod:`runners.bench.ranking`, ``utility`` in
+:mod:`runners.bench.utility`, ``cost`` in :mod:`runners.bench.selection.cost`, ``tiny`` in
+:mod:`runners.bench.selection.tiny`, ``data`` in
+:mod:`runners.bench.data`, ``sampling`` in :mod:`runners.bench.sampling`, ``selection`` in
+:mod:`runners.bench.selection.suite`, ``multitask`` in :mod:`runners.bench.multitask`, ``multiclass``
+in :mod:`runners.bench.multiclass`, ``load`` (one fit
+in a fresh process, quiet vs next to a CPU burner) and the shapes of ``core`` in
+:mod:`runners.bench.shapes`.
+
+Targets live here, never as timed assertions in tests.  ``core`` measures, per shape, with
+matched settings (depth 5 / 32 leaves, 255 bins, learning rate 0.1, 50 trees, 2 threads, Newton
+gain and leaves, mu = 0; :func:`matched_params` and :func:`lgb_params`).  The shapes
+(:mod:`runners.bench.shapes`, ``--shapes`` picks any subset) are the paper shapes as dense
+uniform data with a sparse signal (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634), a
+bag-of-words-like sparse matrix (``text_like``, 2000x5000, 1 % non-zero), the Flight stand-in
+one-hot encoded as a sparse matrix (``flight_onehot``) and before one-hot (``flight_raw``), and
+the real TOX-171 and Isolet data (from ``--data-dir``; a missing file skips its shape).  Sparse
+matrices go to both learners as ``scipy.sparse`` CSR, never densified.  Per shape, one
+implementation (:func:`measure`) records
+
+* per-tree time and test AUC, and the ratios ours / LightGBM,
+* the whole fit including binning (ours: wall time of ``fit``; LightGBM: Dataset construction
+  plus training) and its ratio,
+* binning time vs LightGBM's Dataset construction,
+* the cost of the penalty (A-GBM mu = 0.01 vs mu = 0, per tree),
+* peak memory allocated by ``fit`` (tracemalloc) relative to the binned matrix,
+
+and once per run the JIT compile time: a cold process (empty numba cache) and a second process.
+Each target of :data:`TARGETS` is printed as MET or NOT MET (a per-shape target must hold on
+every shape).  Results: ``results/bench/core.json`` (``rows``, ``jit``, ``targets``, ``verdicts``,
+``skipped``).
+"""
+
+from __future__ import annotations
+
+import os
+
+# before numba, LightGBM or scikit-learn load an OpenMP runtime (it reads this once): spinning idle
+# OpenMP threads steal the cores from the next fit and distort timings on a shared machine
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from gbfs import GBFSClassifier
+from gbfs.booster.losses.metrics import roc_auc
+from runners.bench import shapes as bench_shapes
+from runners.bench.matched import lgb_params, matched_params, warm_up
+
+TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "fit_ratio": 1.2, "binning_ratio": 0.5,
+           "penalty_overhead": 0.05, "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0,
+           "memory_ratio": 3.0, "load_ratio": bench_shapes.LOAD_TARGET}
+
+
+class PeakTraced:
+    """Peak memory allocated through numpy/Python while the block runs (tracemalloc).
+
+    numpy reports its buffers to tracemalloc, so this counts the binned matrix, histograms,
+    gradients and trees of ``fit``, independent of what the process held before; small
+    scratch arrays allocated inside numba kernels are not traced.
+    """
+
+    def __enter__(self) -> PeakTraced:
+        tracemalloc.start()
+        tracemalloc.reset_peak()
+        self.base = tracemalloc.get_traced_memory()[0]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+    @property
+    def extra(self) -> int:
+        return self.peak - self.base
+
+
+def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np.ndarray | sp.csr_matrix,
+            yte: np.ndarray, n_trees: int, threads: int) -> dict:
+    """Ours (matched, mu = 0; then A-GBM mu = 0.01 and the paper mode) vs LightGBM on one shape.
+
+    ``Xtr``, ``Xte`` are dense arrays or ``scipy.sparse`` CSR matrices, given as they are to both
+    learners.  Timings: ours per tree = boosting seconds / trees and whole fit = wall time of
+    ``fit`` (binning included), LightGBM per tree = ``lgb.train`` time / trees and whole fit =
+    Dataset construction (best of 2) + ``lgb.train``.  Binning: ours is the fastest of the three
+    fits' binning steps (BinMapper fit + transform inside ``fit``), LightGBM's the Dataset
+    construction.  Each variant first fits 2 trees on at most 3000 rows (kernels this data needs
+    are compiled before any timing); peak memory is measured in a separate, untimed fit (tracing
+    slows allocations).
+    """
+    import lightgbm as lgb
+
+    sparse = sp.issparse(Xtr)
+    nnz = Xtr.nnz if sparse else np.count_nonzero(Xtr)
+    out = {"shape": name, "n_train": Xtr.shape[0], "n_features": Xtr.shape[1], "n_test": Xte.shape[0],
+           "n_trees": n_trees, "threads": threads, "sparse": sparse,
+           "nonzero_share": nnz / max(Xtr.shape[0] * Xtr.shape[1], 1)}
+    params = matched_params(n_trees, threads)
+    variants = {"ours": params, "penalty": {**params, "method": "agbm", "mu": 0.01},
+                "paper": {**params, "criterion": "sse", "leaf_estimate": "mean"}}
+    # kernels this data's layout needs beyond warm_up's (compiled or loaded from numba's cache)
+    for p in variants.values():
+        GBFSClassifier(**{**p, "n_estimators": 2}).fit(Xtr[:3000], ytr[:3000])
+
+    # peak memory of fit, untimed (run before LightGBM so its allocations do not hide ours)
+    with PeakTraced() as mem:
+        traced = GBFSClassifier(**params).fit(Xtr, ytr)
+    out["ours_peak_extra_mb"] = mem.extra / 2**20
+    out["memory_ratio"] = mem.extra / traced.timings_["binned_bytes"]
+    del traced
+
+    # ours, mu = 0: whole fit, per tree, AUC
+    t0 = time.perf_counter()
+    ours = GBFSClassifier(**params).fit(Xtr, ytr)
+    out["ours_fit_s"] = time.perf_counter() - t0
+    out["ours_per_tree_s"] = ours.timings_["boosting_seconds"] / ours.n_iter_
+    out["ours_auc"] = roc_auc(yte, ours.decision_function(Xte))
+    out["ours_leaves_per_tree"] = float(np.mean([t.n_leaves for t in ours.trees_]))
+    out["binned_mb"] = ours.timings_["binned_bytes"] / 2**20
+
+    # penalty cost: A-GBM mu > 0 vs mu = 0 on the same criterion
+    pen = GBFSClassifier(**variants["penalty"]).fit(Xtr, ytr)
+    out["penalty_per_tree_s"] = pen.timings_["boosting_seconds"] / pen.n_iter_
+    out["penalty_overhead"] = out["penalty_per_tree_s"] / out["ours_per_tree_s"] - 1.0
+    out["penalty_n_features"] = pen.n_features_selected_
+    out["penalty_auc"] = roc_auc(yte, pen.decision_function(Xte))
+
+    # the papers' first-order mode (criterion="sse", mean leaves), for reference
+    paper = GBFSClassifier(**variants["paper"]).fit(Xtr, ytr)
+    out["paper_mode_per_tree_s"] = paper.timings_["boosting_seconds"] / paper.n_iter_
+    out["paper_mode_auc"] = roc_auc(yte, paper.decision_function(Xte))
+    out["ours_binning_s"] = min(m.timings_["binning_seconds"] for m in (ours, pen, paper))
+
+    # LightGBM, matched
+    t_ds = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        ds = lgb.Dataset(Xtr, ytr, params={"max_bin": 255, "verbose": -1, "num_threads": threads},
+                         free_raw_data=False).construct()
+        t_ds.append(time.perf_counter() - t0)
+    out["lgb_dataset_s"] = min(t_ds)
+    t0 = time.perf_counter()
+    booster = lgb.train(lgb_params(threads), ds, num_boost_round=n_trees)
+    out["lgb_train_s"] = time.perf_counter() - t0
+    out["lgb_per_tree_s"] = out["lgb_train_s"] / n_trees
+    out["lgb_fit_s"] = out["lgb_dataset_s"] + out["lgb_train_s"]
+    out["lgb_auc"] = roc_auc(yte, booster.predict(Xte, raw_score=True))
+    out["lgb_leaves_per_tree"] = float(np.mean(
+        [t["num_leaves"] for t in booster.dump_model()["tree_info"]]))
+
+    out["per_tree_ratio"] = out["ours_per_tree_s"] / out["lgb_per_tree_s"]
+    out["fit_ratio"] = out["ours_fit_s"] / out["lgb_fit_s"]
+    out["binning_ratio"] = out["ours_binning_s"] / out["lgb_dataset_s"]
+    out["auc_gap_pt"] = 100 * (out["ours_auc"] - out["lgb_auc"])
+    return out
+
+
+_JIT_SNIPPET = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+from gbfs import GBFSClassifier
+t1 = time.perf_counter()
+rng = np.random.default_rng(0)
+X = rng.random((500, 8)); X[::7, 1] = np.nan
+y = (X[:, 0] > 0.5).astype(int)
+m = GBFSClassifier(n_estimators=3, min_samples_leaf=5).fit(X, y, eval_set=(X, y))
+m.predict_proba(X)
+t2 = time.perf_counter()
+print(f"{t1 - t0} {t2 - t1}")
+"""
+
+
+def bench_jit() -> dict:
+    """Import and first-fit time in a cold process (empty numba cache), then a second process."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        res = {}
+        for label in ("cold", "cached"):
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-c", _JIT_SNIPPET], env=env, check=True,
+                                  capture_output=True, text=True)
+            wall = time.perf_counter() - t0
+            imp, fit = map(float, proc.stdout.split())
+            res[f"jit_{label}_import_s"] = imp
+            res[f"jit_{label}_first_fit_s"] = fit
+            res[f"jit_{label}_process_s"] = wall
+        return res
+
+
+def _fmt_row(cols: list, widths: list[int]) -> str:
+    return "  ".join(str(c).rjust(w) for c, w in zip(cols, widths))
+
+
+#: target key -> (what is compared, the value of a row); every shape must meet the target
+_ROW_TARGETS = {
+    "per_tree_ratio": ("per-tree time ours / LightGBM", lambda r: r["per_tree_ratio"]),
+    "per_tree_ratio_max": ("per-tree time ours / LightGBM (never above)", lambda r: r["per_tree_ratio"]),
+    "fit_ratio": ("whole fit incl. binning ours / LightGBM", lambda r: r["fit_ratio"]),
+    "auc_gap_pt": ("|AUC gap| (pt)", lambda r: abs(r["auc_gap_pt"])),
+    "binning_ratio": ("binning ours / LightGBM Dataset", lambda r: r["binning_ratio"]),
+    "penalty_overhead": ("penalty overhead per tree (mu = 0.01)", lambda r: r["penalty_overhead"]),
+    "memory_ratio": ("peak fit memory / binned matrix", lambda r: r["memory_ratio"]),
+}
+
+
+def verdicts(rows: list[dict], jit: dict | None) -> dict[str, dict]:
+    """Per target: the worst value over the shapes (and where), and whether the target is met."""
+    out = {}
+    for key, (what, value) in _ROW_TARGETS.items():
+        if rows:
+            worst = max(rows, key=value)
+            out[key] = {"what": what, "target": TARGETS[key], "worst": value(worst), "shape": worst["shape"],
+                        "met": all(value(r) <= TARGETS[key] for r in rows)}
+    for label in ("cold", "cached") if jit else ():
+        v = jit[f"jit_{label}_import_s"] + jit[f"jit_{label}_first_fit_s"]
+        out[f"jit_{label}_s"] = {"what": f"JIT, {label} process: import + first fit (s)",
+                                 "target": TARGETS[f"jit_{label}_s"], "worst": v, "shape": None,
+                                 "met": v <= TARGETS[f"jit_{label}_s"]}
+    return out
+
+
+def print_core(rows: list[dict], jit: dict | None, checks: dict[str, dict]) -> None:
+    print("\n== gbfs core benchmark: ours vs LightGBM (matched: depth 5 / 32 leaves, 255 bins, lr 0.1) ==")
+    head = ["shape", "n x d", "nnz %", "bin ours", "bin lgb", "ratio", "tree ours", "tree lgb", "ratio",
+            "fit ours", "fit lgb", "ratio", "AUC ours", "AUC lgb", "gap pt", "pen +%", "mem x"]
+    widths = [13, 16, 6, 8, 8, 6, 9, 9, 6, 8, 8, 6, 8, 8, 7, 7, 6]
+    print(_fmt_row(head, widths))
+    for r in rows:
+        kind = " sp" if r["sparse"] else ""
+        print(_fmt_row([
+            r["shape"], f"{r['n_train']}x{r['n_features']}{kind}", f"{100 * r['nonzero_share']:.1f}",
+            f"{r['ours_binning_s']:.3f}s", f"{r['lgb_dataset_s']:.3f}s", f"{r['binning_ratio']:.2f}",
+            f"{1e3 * r['ours_per_tree_s']:.1f}ms", f"{1e3 * r['lgb_per_tree_s']:.1f}ms",
+            f"{r['per_tree_ratio']:.2f}", f"{r['ours_fit_s']:.2f}s", f"{r['lgb_fit_s']:.2f}s",
+            f"{r['fit_ratio']:.2f}", f"{r['ours_auc']:.4f}", f"{r['lgb_auc']:.4f}", f"{r['auc_gap_pt']:+.2f}",
+            f"{100 * r['penalty_overhead']:+.1f}", f"{r['memory_ratio']:.2f}"], widths))
+    print("(sp: scipy.sparse CSR input to both learners; fit lgb = Dataset construction + train)")
+    print("\npaper mode (criterion='sse', mean leaves), mu = 0:  " + ",  ".join(
+        f"{r['shape']}: AUC {r['paper_mode_auc']:.4f}, {1e3 * r['paper_mode_per_tree_s']:.1f} ms/tree"
+        for r in rows))
+    print("A-GBM mu = 0.01:  " + ",  ".join(
+        f"{r['shape']}: {r['penalty_n_features']} features, AUC {r['penalty_auc']:.4f}" for r in rows))
+    if jit:
+        print(f"\nJIT: cold process import {jit['jit_cold_import_s']:.2f}s + first fit "
+              f"{jit['jit_cold_first_fit_s']:.2f}s;  second process import {jit['jit_cached_import_s']:.2f}s"
+              f" + first fit {jit['jit_cached_first_fit_s']:.2f}s")
+    print("\ntargets (every shape):")
+    for c in checks.values():
+        where = f" ({c['shape']})" if c["shape"] else ""
+        print(f"  {c['what']:<46} <= {c['target']:<5}  worst {c['worst']:8.3f}{where:<16} "
+              f"{'MET' if c['met'] else 'NOT MET'}")
+
+
+def run_core(args: argparse.Namespace) -> int:
+    sparse = any(name in bench_shapes.SPARSE_SHAPES for name in args.shapes)
+    warm_up(args.threads, sparse=sparse)
+    rows, skipped = [], []
+    for name in args.shapes:
+        data = bench_shapes.load_shape(name, args.row_scale, args.data_dir)
+        if data is None:
+            skipped.append(name)
+            continue
+        rows.append(measure(name, *data, args.trees, args.threads))
+        del data
+        print(json.dumps(rows[-1]), flush=True)
+    jit = None if args.no_jit else bench_jit()
+    checks = verdicts(rows, jit)
+    print_core(rows, jit, checks)
+    if skipped:
+        print(f"skipped (data missing): {', '.join(skipped)}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": rows, "jit": jit, "targets": TARGETS, "verdicts": checks,
+                                    "skipped": skipped}, indent=2))
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def add_parser(sub) -> None:
+    core = sub.add_parser("core", help="booster vs LightGBM on the papers' shapes and the real-data shapes")
+    shapes = list(bench_shapes.SHAPES)
+    core.add_argument("--shapes", nargs="+", default=shapes, choices=shapes)
+    core.add_argument("--trees", type=int, default=50)
+    core.add_argument("--threads", type=int, default=2)
+    core.add_argument("--row-scale", type=float, default=1.0,
+                      help="multiply the number of training rows (e.g. 0.1 for a quick run)")
+    core.add_argument("--data-dir", type=Path, default=bench_shapes.default_data_dir(),
+                      help="folder of tox171.npz and isolet.npz (default: $GBFS_SHARED_DATA or "
+                           "<repo>/../shared/data)")
+    core.add_argument("--no-jit", action="store_true", help="skip the JIT timing subprocesses")
+    core.add_argument("--out", type=Path, default=Path("results/bench/core.json"))
+    core.set_defaults(handler=run_core)

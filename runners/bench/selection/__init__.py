@@ -1,0 +1,3 @@
+"""The feature-selection benchmark: its data sets, method families, peers, report, and the cost
+and tiny-data scenarios.
+"""

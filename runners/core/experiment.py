@@ -1,0 +1,360 @@
+"""What every runner does with a config: load the data, build the method, fit, evaluate.
+
+Shared by :mod:`runners.run` (one fit) and :mod:`runners.tune` (one fit per trial, then a refit).
+Nothing here talks to MLflow except :func:`log_outcome`, which logs one fitted model under the
+metric names every method shares (and through :mod:`runners.tracking.mlflow_native` its data and model).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+import hydra.utils
+import mlflow
+from omegaconf import DictConfig, OmegaConf
+
+from gbfs import GBFSClassifier, GBFSRanker
+from gbfs.booster.callbacks import progress_bar
+from gbfs.data import Dataset, load_dataset
+from gbfs.data.reading import files, table_encoding
+from gbfs.data.synthetic.generators import GENERATORS
+from runners.core import multitask_eval, multitask_variants, ranking_eval, tasks
+from runners.core.sampler_config import (  # noqa: F401 (runners and tests import them from here too)
+    NO_MVS,
+    SAMPLER_ARGS,
+    lightgbm_sampling,
+    sampler_params,
+    sampler_space,
+    search_space,
+)
+from runners.paper.figures import correlation_heatmap
+from runners.tracking import mlflow_native
+from runners.tracking import runs as tracking
+
+
+@dataclass
+class Outcome:
+    """A fitted method and what the runners log about it."""
+
+    model: object
+    metrics: dict[str, float]
+    history: list[dict]
+    selected: list[int]
+    selected_names: list[str] = field(default_factory=list)
+    #: a multitask model's per-task names, scores and features (:mod:`runners.core.multitask_eval`)
+    tasks: dict | None = None
+
+
+@dataclass
+class Logged:
+    """What one ``runners.run`` run logged: the metrics it returns, and one row of the summary table
+    per model it fitted (the model's metrics and ``budget``, the K it was held to, or None)."""
+
+    metrics: dict[str, float]
+    rows: list[dict]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
+    """Raise ``ValueError`` naming the key on a bad ``dataset.scale``, ``dataset.val_fraction`` or
+    ``seed`` (e.g. the override ``dataset.scale=abc``), or a multitask method on data without task
+    ids (``dataset.multitask``), a ranking method on binary data or a binary one on ranking data
+    (``dataset.task``) or a setting its task refuses (``Task.check``: :mod:`runners.core.ranking_eval`'s
+    ``eval_at``, GBDT-topK's K, a ranking file), or ``dataset=file`` without ``dataset.path``, a
+    missing file or target column (:func:`gbfs.data.reading.files.check_file`) and, with ``contents``, what
+    its contents hold that loading refuses (duplicate columns, infinity, a target of other than two
+    values, a truncated file: parsed once, then read from the cache); the runners call it before
+    any MLflow run exists, so a typo leaves no FAILED run behind."""
+    d = cfg.dataset
+    scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
+    kind, data_task = estimator_kind(cfg.method), str(d.get("task", tasks.BINARY.name))
+    if kind.task != data_task:
+        raise ValueError(ranking_eval.task_mismatch(cfg, kind.task, data_task))
+    if kind.multitask:
+        multitask_eval.check_config(cfg)
+    TASKS[kind.task].check(cfg)
+    real = str(d.name) not in GENERATORS
+    if not _number(scale) or not scale > 0 or (real and scale > 1):
+        what = "in (0, 1], the share of the real data's rows kept" if real else \
+            "a positive number, the multiplier of the stand-in's rows"
+        raise ValueError(f"dataset.scale must be {what}; got {scale!r}")
+    if not _number(share) or not 0 < share < 1:
+        raise ValueError(f"dataset.val_fraction must be a number in (0, 1), the share of train held out "
+                         f"for validation; got {share!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    if d.name == files.NAME:       # the file and its columns too (its header only: cheap)
+        if OmegaConf.is_missing(d, "path") or d.get("path") is None:
+            raise ValueError("dataset.path must name your data file, e.g. dataset.path=my.csv "
+                             "dataset.target=label (a relative path is taken from where you run)")
+        args = _file_args(d)
+        files.check_file(args["path"], args["target"], args["test_path"])
+        table_encoding.check_categorical(args["categorical"])
+        if contents:   # load_data parses it right after: it passes contents=False
+            files.load(**args, test_fraction=d.get("test_fraction"), seed=seed, root=cfg.paths.data_dir)
+
+
+def _file_args(d: DictConfig) -> dict:
+    """``dataset=file``'s files (relative to where the command runs) and target column."""
+    test, cat = d.get("test_path"), d.get("categorical", "auto")
+    return {"path": hydra.utils.to_absolute_path(str(d.path)), "target": d.get("target"),
+            "test_path": None if test is None else hydra.utils.to_absolute_path(str(test)),
+            "categorical": cat if isinstance(cat, str) else [str(c) for c in cat]}
+
+
+def load_data(cfg: DictConfig) -> Dataset:
+    """The dataset of ``cfg.dataset`` (synthetic stand-ins offline, real data downloaded once,
+    ``dataset=file`` parsed once, ``dataset=ranking_file`` read with its query groups); ``ValueError``
+    on a bad setting (:func:`check_dataset`) or data of another task than the method's (binary
+    classification; ranking for the ranking methods, whose every split keeps whole queries)."""
+    check_dataset(cfg, contents=False)
+    d = cfg.dataset
+    if d.name == ranking_eval.FILE:
+        return _of_task(cfg, ranking_eval.load_file(d, int(cfg.seed)))
+    kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
+    if kwargs.get("path") is not None:   # a file of the dataset: relative to where the command runs
+        kwargs["path"] = hydra.utils.to_absolute_path(str(kwargs["path"]))
+    if d.name == files.NAME:
+        kwargs.update(_file_args(d), test_fraction=float(d.test_fraction))
+    extra = {} if d.name.endswith("_like") else {"download": bool(d.download), "mirror": d.mirror,
+                                                 "root": cfg.paths.data_dir}
+    # progress bars only appear while real data downloads or is parsed (once; later loads read the cache)
+    ds = load_dataset(d.name, val_fraction=float(d.val_fraction), seed=int(cfg.seed), scale=float(d.scale),
+                      progress=True, **extra, **kwargs)
+    return _of_task(cfg, ds)
+
+
+def _of_task(cfg: DictConfig, ds: Dataset) -> Dataset:
+    """``ds`` if its task is the method's, else ``ValueError`` naming both."""
+    want = estimator_kind(cfg.method).task
+    if ds.task != want:
+        raise ValueError(f"dataset {cfg.dataset.name!r} is a {ds.task} task; method {cfg.method.name!r} "
+                         f"(method.estimator: {cfg.method.estimator}) fits {want} data")
+    return ds
+
+
+def method_params(method: DictConfig, overrides: Mapping | None = None,
+                  sampler: DictConfig | None = None) -> dict:
+    """The estimator's parameters: ``method.params`` updated by ``overrides`` (an Optuna trial's).
+
+    With ``sampler``, ``overrides`` may also set the names of ``sampler.params`` and
+    ``sampler.search_space``; they are returned with the method's and win over ``sampler.params``
+    in :func:`with_sampler` (which :func:`build_estimator` applies).
+    """
+    # a mandatory value left unset (``???``) fails here, naming its key, not in the estimator
+    params = OmegaConf.to_container(method.params, resolve=True, throw_on_missing=True)
+    allowed = set(params) | set(sampler_params(sampler)) | set(sampler_space(sampler))
+    unknown = set(overrides or {}) - allowed
+    if unknown:
+        raise ValueError(f"method {method.name!r}: search space parameters {sorted(unknown)} are not in "
+                         f"method.params ({sorted(params)}) nor in sampler.params")
+    params.update(overrides or {})
+    return params
+
+
+def with_sampler(method: DictConfig, params: Mapping, sampler: DictConfig | None = None) -> dict:
+    """The estimator's keyword arguments: ``params`` with the row sampler's merged in.
+
+    Sampler arguments already in ``params`` (an Optuna trial's, or a refit's best values) win over
+    ``sampler.params``.  ``estimator: gbfs`` takes them as they are (``GBFSClassifier`` validates
+    them); ``estimator: lightgbm`` maps them to LightGBM's own sampling (:func:`lightgbm_sampling`).
+
+    Raises
+    ------
+    ValueError
+        On a ``sampler`` named twice differently, or a sampler LightGBM cannot run.
+    """
+    params = dict(params)
+    given = {k: params.pop(k) for k in SAMPLER_ARGS if k in params}
+    merged = sampler_params(sampler)
+    if "sampler" in given and merged.get("sampler") not in (None, given["sampler"]):
+        raise ValueError(f"sampler {merged['sampler']!r} (sampler group) and {given['sampler']!r} "
+                         f"(method.params) disagree")
+    merged.update(given)
+    return {**params, **estimator_kind(method).sampling(merged, params)}
+
+
+# ---------------------------------------------------------------- estimators (method.estimator)
+
+def _gbfs(**kwargs) -> GBFSClassifier:
+    return GBFSClassifier(**kwargs)
+
+
+def _ranker(**kwargs) -> GBFSRanker:
+    return GBFSRanker(**kwargs)
+
+
+def _lightgbm(**kwargs):
+    from gbfs.baselines.lightgbm_baseline import (
+        LightGBMBaseline,  # imports LightGBM, which only its methods need
+    )
+
+    return LightGBMBaseline(**kwargs)
+
+
+@dataclass(frozen=True)
+class EstimatorKind:
+    """How a ``method.estimator`` is built: its class from keyword arguments, and how the row
+    sampler's arguments (``SAMPLER_ARGS``) map to its own, given the method's params.
+
+    ``multitask``: fitted and scored with the task of every row (:mod:`runners.core.multitask_eval`);
+    ``callbacks``: whether ``fit`` gets the runners' per-round callbacks (progress, pruning), which
+    assume one model's rounds (independent per-task models have several); ``task``: the
+    ``Dataset.task`` it fits, a key of :data:`TASKS` (how it is fitted, scored and tuned)."""
+
+    build: Callable[..., object]
+    sampling: Callable[[dict, dict], dict]
+    multitask: bool = False
+    callbacks: bool = True
+    task: str = tasks.BINARY.name
+
+
+def _as_is(args: dict, params: dict) -> dict:
+    return args
+
+
+_GBFS = EstimatorKind(_gbfs, _as_is)
+#: ``method.estimator`` -> its kind; a new estimator is one entry here and a method yaml.
+#: ``gbfs_path`` is the template ``GBFSClassifier`` of a selection path (``runners.core.path_run``);
+#: the multitask ones are in :mod:`runners.core.multitask_variants`; ``gbfs_ranker`` is ``GBFSRanker``.
+ESTIMATORS: dict[str, EstimatorKind] = {
+    "gbfs": _GBFS,
+    "gbfs_path": _GBFS,
+    "gbfs_ranker": EstimatorKind(_ranker, _as_is, task=ranking_eval.TASK),
+    "lightgbm": EstimatorKind(_lightgbm,
+                              lambda args, params: lightgbm_sampling(args, params.get("lgb_params"))),
+    "gbfs_multitask": EstimatorKind(multitask_variants.multitask, _as_is, multitask=True),
+    "pooled_tasks": EstimatorKind(multitask_variants.pooled, _as_is, multitask=True),
+    "independent_tasks": EstimatorKind(multitask_variants.independent, _as_is, multitask=True,
+                                       callbacks=False),
+}
+
+
+def estimator_kind(method: DictConfig) -> EstimatorKind:
+    """The :class:`EstimatorKind` of ``method.estimator``; ``ValueError`` naming the known ones."""
+    try:
+        return ESTIMATORS[method.estimator]
+    except KeyError:
+        raise ValueError(f"method.estimator must be one of {sorted(ESTIMATORS)}, got "
+                         f"{method.estimator!r}") from None
+
+
+#: ``EstimatorKind.task`` -> how its models are fitted, scored and tuned
+TASKS: dict[str, tasks.Task] = {t.name: t for t in (tasks.BINARY, ranking_eval.RANKING)}
+
+
+def task_of(method: DictConfig) -> tasks.Task:
+    """The :class:`runners.core.tasks.Task` of ``method``: its validation score (``task_of(m).score``),
+    the metrics a trial keeps and the curves a run logs."""
+    return TASKS[estimator_kind(method).task]
+
+
+def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict,
+                    sampler: DictConfig | None = None, categorical: Sequence[int] = ()):
+    """The estimator of a method config (``method.estimator``, :data:`ESTIMATORS`: ``GBFSClassifier``,
+    ``GBFSRanker``, ``LightGBMBaseline``, ...), with the row sampler of ``sampler`` (``cfg.sampler``)
+    merged by :func:`with_sampler` and the dataset's ``categorical`` columns
+    (``Dataset.categorical``) split on category sets."""
+    params = with_sampler(method, params, sampler)
+    if categorical:
+        params["categorical_features"] = [int(j) for j in categorical]
+    return estimator_kind(method).build(random_state=seed, n_threads=n_threads, **params)
+
+
+def _task_score(score: str, record: dict) -> dict:
+    return {score: tasks.named(record).get(score)}
+
+
+def fit_progress(label: str, score: str = tasks.BINARY.score):
+    """The library's progress bar over a fit's trees (stderr), with the task's validation ``score``
+    of the latest one, cleared when the fit ends."""
+    return progress_bar(label, show=partial(_task_score, score), leave=False)
+
+
+def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence = (),
+                 evaluate_test: bool = True) -> Outcome:
+    """Fit on train (validation as eval set), score validation and, unless told not to, test.
+
+    Metrics: ``val_auc``, ``val_rmse`` and, on test, ``test_auc``, ``test_rmse`` (RMSE of the
+    predicted probabilities, as the GT-GBM paper's Table 3), ``test_logloss`` (a ranking method:
+    ``val_ndcg_at_10``, ``val_mrr``, ``test_ndcg_at_10``, ``test_mrr``,
+    :mod:`runners.core.ranking_eval`); plus
+    ``n_selected_features``, ``precompute_seconds``, ``fit_seconds``, ``predict_seconds``; on a
+    synthetic stand-in ``relevant_selected``; for GBDT-topK ``ranking_seconds`` (its ranking fit,
+    part of ``fit_seconds``); in refit mode (``refit=True``, ``method="topk"``) ``refit_seconds``
+    (the unpenalised refit on the selected features, part of ``fit_seconds``).
+    """
+    est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"),
+                          ds.categorical)
+    kind = estimator_kind(cfg.method)
+    t0 = time.perf_counter()
+    if kind.multitask:     # the metrics of runners.core.multitask_eval: Total and per task
+        multitask_eval.fit(est, ds, callbacks if kind.callbacks else ())
+        return Outcome(est, **multitask_eval.evaluate(est, ds, time.perf_counter() - t0, evaluate_test,
+                                                       label=cfg.method.name))
+    task = TASKS[kind.task]
+    task.fit(est, ds, callbacks)
+    return evaluate(est, ds, time.perf_counter() - t0, evaluate_test, task)
+
+
+def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True,
+             task: tasks.Task = tasks.BINARY) -> Outcome:
+    """The :class:`Outcome` of a fitted estimator: the metrics of :func:`fit_evaluate` (with the
+    given ``fit_seconds``; the scores of ``task``), its per-iteration history and its selected
+    features."""
+    metrics = {f"val_{k}": v for k, v in task.scores(ds, "val", task.predict(est, ds.X_val)).items()}
+    metrics.update({"n_selected_features": float(len(est.selected_features_)),
+                    "precompute_seconds": float(est.timings_.get("precompute_seconds", 0.0)),
+                    "fit_seconds": fit_seconds})
+    if "ranking_seconds" in est.timings_:      # GBDT-topK: the all-feature fit that ranks (in fit_seconds)
+        metrics["ranking_seconds"] = float(est.timings_["ranking_seconds"])
+    if hasattr(est, "selection_history_"):     # refit mode (or topk): the unpenalised refit's share
+        metrics["refit_seconds"] = float(est.timings_["refit_seconds"])
+    if evaluate_test:
+        t0 = time.perf_counter()
+        prediction = task.predict(est, ds.X_test)
+        metrics["predict_seconds"] = time.perf_counter() - t0
+        metrics.update({f"test_{k}": v for k, v in task.scores(ds, "test", prediction).items()})
+    selected = [int(j) for j in est.selected_features_]
+    if ds.relevant is not None:    # a stand-in: how many of its truly relevant columns were found
+        metrics["relevant_selected"] = float(len(set(selected) & set(ds.relevant.tolist())))
+    return Outcome(est, metrics, list(est.history_), selected, [ds.feature_names[j] for j in selected])
+
+
+def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True, *, cfg: DictConfig) -> None:
+    """Log metrics, per-iteration curves and artifacts of one fitted model to the active run; its
+    data splits as dataset inputs and the model as an MLflow model (:mod:`runners.tracking.mlflow_native`)."""
+    mlflow_native.log_inputs(run_id, cfg, ds)
+    if ds.relevant is not None:
+        mlflow.set_tag("n_relevant", str(len(ds.relevant)))
+    tracking.log_curves(run_id, [tasks.named(r) for r in out.history], keys=task_of(cfg.method).curves)
+    # the final model's metrics come after the last iteration, so the curves of val_auc and
+    # val_rmse (val_ndcg_at_10, val_mrr) end with the returned model (the best iteration) and
+    # MLflow's latest value of each metric is the final one
+    tracking.log_metrics(run_id, out.metrics, step=len(out.history))
+    features = [{"rank": r, "index": j, "name": n}
+                for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]
+    mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": features}, indent=1),
+                    "selected_features.json")
+    if out.tasks is not None:
+        multitask_eval.log_tasks(out.tasks, ds.feature_names, out.history, run_id)
+    with tempfile.TemporaryDirectory() as tmp:
+        if hasattr(out.model, "save_model"):     # the multitask baselines have no model file
+            model_path = Path(tmp) / "model.json"
+            out.model.save_model(model_path)
+            mlflow.log_artifact(str(model_path))
+            mlflow_native.log_model(cfg, out.model, ds, model_path, step=len(out.history))
+        if heatmap:
+            png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names,
+                                      Path(tmp) / "correlations.png")
+            mlflow.log_artifact(str(png))

@@ -1,0 +1,86 @@
+"""What every run of the harness is tagged with, and the table a run or a study prints.
+
+:func:`run_tags` are the tags every MLflow run of a config carries (method, dataset, seed, sampler,
+git commit, budget, worker, and a multirun's sweep); :func:`format_table` is the Markdown table
+``runners.run`` and ``runners.tune`` print, and :func:`ui_hint` says how to open the runs in the
+MLflow UI.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from runners.core import budget
+from runners.tracking import mlflow_native
+from runners.tracking import runs as tracking
+
+
+def run_tags(cfg: DictConfig) -> dict[str, str]:
+    """The tags of every run of ``cfg``: ``tracking.tags``, method, dataset, seed, sampler, git
+    commit, whether it counts for GBDT-topK's K, its budget, ``worker`` (this process,
+    :func:`runners.tracking.runs.worker_id`) and, in a multirun, ``sweep_dir`` and ``sweep_overrides``
+    (the job's overrides, a JSON list)."""
+    tags = {**tracking.user_tags(cfg.tracking),
+            "method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
+            "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
+            "git_commit": tracking.git_commit(), "worker": tracking.worker_id(),
+            "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower(), **budget.budget_tags(cfg)}
+    if HydraConfig.initialized():
+        hc = HydraConfig.get()
+        if hc.mode is not None and hc.mode.name == "MULTIRUN":
+            tags["sweep_dir"] = str(hc.sweep.dir)
+            # this job's choices, for the sweep's table (runners.tracking.hydra_callbacks.run_value)
+            tags["sweep_overrides"] = json.dumps(list(hc.overrides.task))[:5000]
+    return tags
+
+
+def in_multirun() -> bool:
+    if not HydraConfig.initialized():
+        return False
+    mode = HydraConfig.get().mode
+    return mode is not None and mode.name == "MULTIRUN"
+
+
+def _cell(row: dict, key: str, fmt: str) -> str:
+    value = row.get(key)
+    if value in (None, "", "None"):     # "None": a param logged from a null config value
+        return "-"
+    try:
+        return format(float(value), fmt) if fmt else str(value)
+    except ValueError:     # a tag or param that is not a number
+        return str(value)
+
+
+#: the table's numeric columns: (header, row key, format)
+TABLE_METRICS = (("test AUC", "test_auc", ".4f"), ("test RMSE", "test_rmse", ".4f"),
+                 ("selected features", "n_selected_features", ".0f"), ("fit s", "fit_seconds", ".1f"))
+#: the ranking runs' scores, shown only when a row has them (before the selected features)
+RANKING_METRICS = (("test NDCG@10", "test_ndcg_at_10", ".4f"), ("test MRR", "test_mrr", ".4f"))
+
+
+def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
+    """A Markdown table: method, dataset, budget (the K a model was held to, "-" if none), the
+    ``columns`` (e.g. the parameters a sweep varies), test AUC, test RMSE (with ranking runs, test
+    NDCG@10 and MRR; AUC and RMSE only if a row has them), selected features, fit seconds."""
+    ranking = [c for c in RANKING_METRICS if any(c[1] in r for r in rows)]
+    binary = [c for c in TABLE_METRICS[:2] if not ranking or any(c[1] in r for r in rows)]
+    cols = [("method", "method", ""), ("dataset", "dataset", ""), ("budget", "budget", ".0f"),
+            *((c, c, "") for c in columns), *binary, *ranking, *TABLE_METRICS[2:]]
+    lines = ["| " + " | ".join(h for h, _, _ in cols) + " |", "|" + " --- |" * len(cols)]
+    lines += ["| " + " | ".join(_cell(r, key, fmt) for _, key, fmt in cols) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def ui_hint(uri: str, exp_id: str | None = None) -> str:
+    """How to look at the runs: the server itself for a remote store, else ``mlflow ui`` on the file;
+    with ``exp_id``, the link to that experiment's runs table in the runners' view (its columns,
+    :func:`runners.tracking.mlflow_native.runs_view_url`)."""
+    page = "" if exp_id is None else "/" + mlflow_native.runs_view_url(exp_id)
+    if uri.startswith(("http://", "https://")):
+        return f"Compare the runs in the MLflow UI: open {uri.rstrip('/') if page else uri}{page}"
+    return (f"Compare the runs in the MLflow UI: mlflow ui --backend-store-uri {uri}  "
+            f"(then open http://127.0.0.1:5000{page})")

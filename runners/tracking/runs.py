@@ -1,0 +1,336 @@
+"""MLflow plumbing of the harness: the store, the experiment, flattened params, batched curves,
+and the life cycle of runs.
+
+The library never imports MLflow; everything MLflow lives here.  Metric names are the same
+for every method so runs compare side by side in the MLflow UI.
+
+No run is left RUNNING: :func:`managed_run` ends a run and the nested runs a failure left active
+(FINISHED, KILLED on an interrupt, FAILED on an error); :func:`sigterm_as_interrupt` turns SIGTERM
+(``kill``, a SLURM time limit) into the interrupt :class:`Terminated`; and since nothing survives
+SIGKILL, :func:`configure` marks FAILED the runs of this host's dead processes (every run carries
+its process in the tag ``worker``, :func:`worker_id`).
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import logging
+import signal
+import subprocess
+import sys
+import threading
+import time
+import types
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import mlflow
+from mlflow.entities import Metric, Param
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, OmegaConf
+
+from runners.tracking import stores
+
+# the URI check lives with the other checks of the stores, the dead-process housekeeping in
+# runners.tracking.workers; runners import them from here too
+from runners.tracking.stores import ACCEPTED_URIS, DB_SCHEMES, check_uri  # noqa: F401
+from runners.tracking.workers import fail_dead_runs, proc_stat, process_alive, worker_id  # noqa: F401
+
+log = logging.getLogger(__name__)
+
+#: per-iteration curves logged by step (GT-GBM paper, Figure 2)
+CURVES = ("val_auc", "val_rmse", "root_variance", "elapsed_seconds")
+# MLflow's batch limits: 1000 metrics, 100 params per call; 6000 characters per param value
+_MAX_METRICS, _MAX_PARAMS, _MAX_VALUE = 1000, 100, 6000
+
+
+def artifact_uri(location: str | None) -> str | None:
+    """An absolute file URI for a local folder (MLflow stores it verbatim), else the value as is."""
+    if not location or "://" in location:
+        return location
+    return Path(location).expanduser().resolve().as_uri()
+
+
+def init_store(uri: str, experiment: str, artifact_location: str | None = None,
+               timeout: int | None = None, max_retries: int | None = None) -> str:
+    """Create (or migrate) the tracking store and the experiment; return the experiment id.
+
+    A fresh SQLite store creates its schema on first use, and parallel first users race for it
+    ("table _alembic_tmp_runs already exists"); so do two jobs creating the same experiment.
+    Calling this once before parallel jobs start (the multirun callback does) avoids both.  The
+    store is first checked and reached within ``timeout`` seconds, MLflow's HTTP requests being
+    bounded by ``timeout`` and ``max_retries`` from then on (:func:`runners.tracking.stores.reach_tracking`).
+
+    Raises
+    ------
+    ValueError
+        If ``uri`` is not a tracking store (:func:`check_uri`), its SQLite file is unusable or its
+        database driver is not installed.
+    runners.tracking.stores.StoreUnreachable
+        If its server does not answer within ``timeout`` seconds.
+    """
+    stores.reach_tracking(uri, timeout, max_retries, experiment)
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    client = MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return client.create_experiment(experiment, artifact_location=artifact_uri(artifact_location))
+    except mlflow.exceptions.MlflowException:
+        found = client.get_experiment_by_name(experiment)   # created meanwhile by another process
+        if found is None:
+            raise
+        return found.experiment_id
+
+
+def configure(tracking: DictConfig | Mapping) -> str:
+    """Point MLflow at ``tracking.uri`` and select ``tracking.experiment``; return its id.  Checks
+    ``tracking.parent_run_id`` and marks FAILED the runs left RUNNING by dead processes of this
+    host (:func:`fail_dead_runs`).
+
+    Raises
+    ------
+    ValueError
+        If ``tracking.uri`` is not a tracking store (:func:`check_uri`), before MLflow is touched;
+        if ``tracking.parent_run_id`` is no live run of the experiment.
+    runners.tracking.stores.StoreUnreachable
+        If the store's server does not answer within ``tracking.timeout`` seconds.
+    """
+    exp_id = init_store(tracking.get("uri"), tracking["experiment"], tracking.get("artifact_location"),
+                        tracking.get("timeout"), tracking.get("max_retries"))
+    mlflow.set_tracking_uri(tracking["uri"])
+    mlflow.set_experiment(experiment_id=exp_id)
+    stores.check_parent_run(tracking.get("parent_run_id"), exp_id, MlflowClient(), tracking["uri"])
+    fail_dead_runs(exp_id)
+    return exp_id
+
+
+def user_tags(tracking: DictConfig | Mapping) -> dict[str, str]:
+    """``tracking.tags``: extra tags of every run of a runner (as strings); ``ValueError`` naming the
+    key unless it is a mapping of single values (:func:`runners.tracking.stores.check_tags`)."""
+    return stores.check_tags(tracking.get("tags"))
+
+
+def parent_tag(tracking: DictConfig | Mapping) -> dict[str, str]:
+    """The tag nesting a runner's top-level run under ``tracking.parent_run_id`` in the MLflow UI
+    (empty when it is null); nested runs get their parent from MLflow itself."""
+    parent = tracking.get("parent_run_id")
+    return {"mlflow.parentRunId": str(parent)} if parent else {}
+
+
+# ------------------------------------------------------------------------------- run life cycle
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received (``kill``, a SLURM time limit).  A ``KeyboardInterrupt`` so that Optuna
+    fails the running trial and re-raises it (it catches ``Exception`` and ``KeyboardInterrupt``),
+    ``except Exception`` does not swallow it, and runs end KILLED (:func:`run_status`)."""
+
+
+#: modules in whose code a Terminated is held back (retried every 20 ms): raised there it left a
+#: store transaction open, so that closing the runs failed with "database is locked", or a run
+#: created but never made active (and so never ended)
+HELD_IN = ("sqlalchemy.", "sqlite3", "alembic.", "psycopg2", "pymysql", "mlflow.store.",
+           "mlflow.tracking.fluent", "optuna.storages.")
+
+
+def _in_held_code(frame: types.FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith(HELD_IN):
+            return True
+        frame = frame.f_back
+    return False
+
+
+class _SigtermState:
+    """One :func:`sigterm_as_interrupt` block: its SIGTERM handler and its unraisable hook."""
+
+    def __init__(self, previous_hook):
+        self.previous_hook = previous_hook
+        self.received = False    # a SIGTERM arrived
+        self.redeliver = False   # the next call retries it: not a second SIGTERM
+        self.deferred = 0        # depth of uninterrupted() blocks
+        self.pending = False     # a Terminated held back until they end
+        self.active = True
+
+    def handler(self, signum: int, frame: types.FrameType | None) -> None:
+        if self.received and not self.redeliver:
+            log.warning("SIGTERM received again while the runs are being closed: ignored")
+            return
+        self.received, self.redeliver = True, False
+        if self.deferred:
+            self.pending = True   # raised when the uninterrupted() block ends
+        elif _in_held_code(frame):
+            self._retry()
+        else:
+            raise Terminated("SIGTERM received")
+
+    def unraisable(self, info) -> None:
+        if not isinstance(info.exc_value, Terminated):
+            self.previous_hook(info)
+            return
+        # raised in a finalizer or a garbage-collector callback (seen in SQLAlchemy's), whose
+        # exceptions Python drops: the process would go on as if no SIGTERM had come
+        self._retry()
+
+    def _retry(self) -> None:
+        """Run the handler again in the main thread in 20 ms, from a timer thread."""
+        self.redeliver = True
+        timer = threading.Timer(0.02, lambda: self.active and _thread.interrupt_main(signal.SIGTERM))
+        timer.daemon = True
+        timer.start()
+
+
+#: the state of the innermost active sigterm_as_interrupt block (uninterrupted() defers its signal)
+_STATE: _SigtermState | None = None
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Raise :class:`Terminated` on SIGTERM inside the block; exit with status 143 afterwards.
+
+    It unwinds the harness like Ctrl-C, every run being ended KILLED on the way; leaving the block
+    it becomes ``SystemExit(143)`` (128 + SIGTERM, as for a process the signal killed).  It is held
+    back in database code (:data:`HELD_IN`) and raised again if Python dropped it (in a finalizer);
+    a second SIGTERM while the runs are closed is ignored (SIGKILL remains, and
+    :func:`fail_dead_runs`).  The previous handler and ``sys.unraisablehook`` are restored.  A no-op
+    outside the main thread.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    global _STATE
+    state, outer = _SigtermState(sys.unraisablehook), _STATE
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, state.handler)
+    sys.unraisablehook, _STATE = state.unraisable, state
+    try:
+        yield
+    except BaseException as err:
+        if not state.received:
+            raise
+        with contextlib.suppress(mlflow.exceptions.MlflowException):
+            end_runs("KILLED")   # any run an interrupted step left active
+        # also when closing the runs raised another error (its traceback is logged)
+        log.warning("terminated by SIGTERM: the open MLflow runs were ended KILLED; exiting with status 143",
+                    exc_info=not isinstance(err, Terminated))
+        raise SystemExit(128 + signal.SIGTERM) from err
+    finally:
+        state.active, _STATE = False, outer
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        sys.unraisablehook = state.previous_hook
+
+
+@contextlib.contextmanager
+def uninterrupted() -> Iterator[None]:
+    """Hold the :class:`Terminated` of a SIGTERM arriving inside the block back until its end: in
+    ``mlflow.start_run``, between the run's creation and its activation, it left a RUNNING run
+    that nothing ended.  A no-op outside :func:`sigterm_as_interrupt`."""
+    state = _STATE
+    if state is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    state.deferred += 1
+    try:
+        yield
+    finally:
+        state.deferred -= 1
+        if not state.deferred and state.pending:
+            state.pending = False
+            raise Terminated("SIGTERM received")
+
+
+def run_status(err: BaseException | None) -> str:
+    """A run's end status: FINISHED without ``err``, KILLED on an interrupt, FAILED on an error.
+
+    An error raised after a SIGTERM inside :func:`sigterm_as_interrupt` counts as the interrupt:
+    library code that catches the :class:`Terminated` and raises its own error in its place
+    (a store or a thread pool wrapping it) must not turn a killed run into a failed one."""
+    if err is None:
+        return "FINISHED"
+    interrupted = isinstance(err, KeyboardInterrupt) or (_STATE is not None and _STATE.received)
+    return "KILLED" if interrupted else "FAILED"
+
+
+def end_runs(status: str, down_to: str | None = None) -> None:
+    """End the active runs with ``status``, innermost first (a failure may leave a nested run
+    active), down to the run ``down_to`` included, or to the outermost one.  An outer run that is
+    not ``down_to`` (when that one was ended already) belongs to a caller: it is left alone."""
+    with uninterrupted():   # a SIGTERM meanwhile is raised once they are all ended
+        while (active := mlflow.active_run()) is not None:
+            outermost = "mlflow.parentRunId" not in active.data.tags
+            if down_to is not None and outermost and active.info.run_id != down_to:
+                break
+            mlflow.end_run(status=status)
+            if active.info.run_id == down_to or outermost:
+                break
+
+
+@contextlib.contextmanager
+def managed_run(**kwargs) -> Iterator[mlflow.ActiveRun]:
+    """``mlflow.start_run(**kwargs)`` ending the run, and the nested runs still active, on every
+    exit path: FINISHED, KILLED on an interrupt, FAILED on an error (:func:`run_status`); the
+    exception is re-raised.  (``with mlflow.start_run()`` ends a run FAILED on Ctrl-C, and only
+    the innermost run.)"""
+    active = None
+    try:
+        with uninterrupted():   # not between the run's creation and its activation
+            active = mlflow.start_run(**kwargs)
+        yield active
+    except BaseException as err:
+        if active is not None:
+            end_runs(run_status(err), down_to=active.info.run_id)
+        raise
+    end_runs("FINISHED", down_to=active.info.run_id)
+
+
+def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
+    """Dotted keys of a nested config: ``{"method.params.mu": "0.01", ...}`` (lists kept whole)."""
+    out: dict[str, str] = {}
+    for key, value in cfg.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = str(value)
+    return out
+
+
+def log_config(cfg: DictConfig, run_id: str, extra: Mapping[str, object] | None = None) -> None:
+    """The flattened config as params, with the ``extra`` params (e.g. ``budget``), and the resolved
+    config as ``config.yaml``."""
+    container = OmegaConf.to_container(cfg, resolve=True)
+    flat = {**flatten(container), **{k: str(v) for k, v in (extra or {}).items()}}
+    params = [Param(k, v[:_MAX_VALUE]) for k, v in flat.items()]
+    client = MlflowClient()
+    for i in range(0, len(params), _MAX_PARAMS):
+        client.log_batch(run_id, params=params[i:i + _MAX_PARAMS])
+    client.log_text(run_id, OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
+
+
+def log_metrics(run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
+    now = int(time.time() * 1000)
+    batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v is not None]
+    MlflowClient().log_batch(run_id, metrics=batch)
+
+
+def log_curves(run_id: str, history: list[dict], keys=CURVES) -> None:
+    """Per-iteration records as metric histories (step = iteration), in batches of 1000."""
+    now = int(time.time() * 1000)
+    batch = [Metric(k, float(rec[k]), now, int(rec.get("iteration", i)))
+             for i, rec in enumerate(history) for k in keys if rec.get(k) is not None]
+    client = MlflowClient()
+    for i in range(0, len(batch), _MAX_METRICS):
+        client.log_batch(run_id, metrics=batch[i:i + _MAX_METRICS])
+
+
+def git_commit() -> str:
+    """The commit of the checkout the harness runs from ("unknown" outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

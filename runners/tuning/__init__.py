@@ -1,0 +1,1 @@
+"""Optuna: the study and its workers, one trial, the search space and the objective."""
