@@ -35,7 +35,7 @@ from ..io import envelope
 from . import model_io
 from ._docs import MULTITASK_PARAM_DOC
 from ._params import numba_threads, prediction_threads
-from .single_task import GBFSClassifier, GBFSRegressor, BaseGBFS
+from .single_task import BaseGBFS, GBFSClassifier, GBFSRegressor
 
 #: the keys of a multitask model file: a single-task file's without init_score, trees and
 #: selected_features, with the tasks and their trees (see ``save_model``)

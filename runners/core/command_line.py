@@ -20,7 +20,8 @@ import io
 import sys
 from collections.abc import Sequence
 
-#: the runners whose ``main`` is a ``@hydra.main`` (tests/test_adversarial_own_data.py checks the list)
+#: the runners whose ``main`` is a ``@hydra.main`` (tests/datasets/test_adversarial_own_data.py checks
+#: the list)
 HYDRA_ENTRY_POINTS = ("feature_utility", "multitask", "reproduce", "run", "tune")
 # characters a shell would expand or end inside "..." (then the hint uses shlex.quote instead)
 _SHELL_SPECIAL = set('$`\\!')

@@ -329,7 +329,7 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
     argv = [sys.executable, "-m", "runners.reproduce", f"paths.root_dir={tmp_path}", *TINY_ROWS, *TINY_SCALE]
     with open(tmp_path / "log", "wb") as out:
         proc = subprocess.Popen(
-            argv, cwd=Path(__file__).resolve().parents[1], stdout=out, stderr=subprocess.STDOUT
+            argv, cwd=Path(__file__).resolve().parents[2], stdout=out, stderr=subprocess.STDOUT
         )
     try:
         (first,) = wait_for(

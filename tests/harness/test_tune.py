@@ -24,7 +24,7 @@ from runners.tuning import search_space
 from runners.tuning import trial as trial_module
 from runners.tuning.objective import objective_value
 
-CONF = str(Path(__file__).parents[1] / "conf")
+CONF = str(Path(__file__).parents[2] / "conf")
 TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_scale=0.02", "method=agbm",
         "method.params.n_estimators=15", "print_summary=false"]
 

@@ -19,7 +19,7 @@ from gbfs.data import load_dataset
 from runners import run as run_module
 from runners.core import budget, summaries
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 METRICS = {"test_auc", "test_rmse", "test_logloss", "val_auc", "n_selected_features", "precompute_seconds",
            "fit_seconds", "predict_seconds"}
 

@@ -18,7 +18,7 @@ from runners.core import experiment
 from runners.paper import sampling
 
 SAMPLERS = group_options("sampler")
-COMMITTED = Path(__file__).resolve().parents[1] / "results" / "sampling" / "sampling.csv"
+COMMITTED = Path(__file__).resolve().parents[2] / "results" / "sampling" / "sampling.csv"
 METHODS = group_options("method")
 LGB_EXPECTED = {"sgb": {"bagging_fraction": 0.2, "bagging_freq": 1},
                 "goss": {"data_sample_strategy": "goss", "top_rate": 0.1, "other_rate": 0.1}}

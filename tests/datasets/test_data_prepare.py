@@ -30,7 +30,7 @@ from gbfs.data import ChecksumError, DownloadError, ManifestError, load, load_da
 from gbfs.data.__main__ import main as cli
 from gbfs.data.fetching.manifest import REPO_DATASETS
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _sha(b: bytes) -> str:

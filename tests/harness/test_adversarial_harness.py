@@ -38,7 +38,7 @@ from runners.tracking.local_server import free_port
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow", "mlflow_http_env")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: the store timeout the tests set (seconds), and the bound on the time to the error: generous,
 #: for a loaded machine, and far below MLflow's own 4 min 23 s (closed port) or endless (blackhole)
 TIMEOUT, BOUND = 1, 60.0

@@ -26,7 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from runners.tracking import runs as tracking
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: a fit of ten million trees without early stopping: ended only by the signal (~1 ms per tree)
 ENDLESS = ["method.params.n_estimators=10000000", "method.params.early_stopping_rounds=null"]
 #: seconds for a process to start and reach a state; only reached when something is wrong

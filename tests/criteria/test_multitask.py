@@ -7,7 +7,7 @@ from __future__ import annotations
 import naive
 import numpy as np
 import pytest
-from test_grower import _refresh_case
+from grower_cases import refresh_case
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, GBFSMultitaskRegressor
 from gbfs.baselines.multitask import IndependentTasks, PooledTasks
@@ -104,7 +104,7 @@ def test_pending_leaves_are_refreshed_within_a_task_tree():
     """The grower's hand-made refresh case, priced by Eq. 2 for task 1 (mu_G + mu_t = 100, nothing
     used yet): after L's split adds B to Omega_G and Omega_1, the pending R is re-scored and splits
     on B -- without the refresh (LightGBM CEGB's bug) it would split on A."""
-    X, mapper, Xb, r, h = _refresh_case()
+    X, mapper, Xb, r, h = refresh_case()
     rows = np.arange(X.shape[0], dtype=np.int32)
     params = GrowthParams(max_leaves=4, min_samples_leaf=1)
     usage = MultitaskUsage(2, 2, 60.0, 40.0)

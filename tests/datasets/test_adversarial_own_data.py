@@ -33,7 +33,7 @@ from gbfs.data.fetching.download import fetch_dataset, read_lock
 from gbfs.data.fetching.manifest import read_manifest
 from gbfs.data.reading import files
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from sklearn.linear_model import LinearRegression
 from gbfs import GBFSClassifier, GBFSRegressor, feature_utility
 from gbfs.selection.feature_utility import DEFAULT_REGRESSOR_PARAMS, gradient_signal, utility_statistic
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MODEL = dict(method="gbfs", mu=0.0, n_estimators=60, learning_rate=0.2, max_depth=2, max_leaves=4,
              min_samples_leaf=20, n_threads=1, random_state=0)
 

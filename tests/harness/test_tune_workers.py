@@ -29,7 +29,7 @@ from optuna.trial import TrialState
 from runners import tune
 from runners.tuning import study as study_module
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 

@@ -2,7 +2,7 @@
 data as
 dataset inputs, the fitted model as an MLflow model that loads and predicts exactly as the model
 file; the UI's experiment kind and runs view; a data file's name in the tables.  Serving the model,
-loading it without the harness and the UI's screenshot: tests/test_mlflow_serve.py (slow)."""
+loading it without the harness and the UI's screenshot: tests/harness/test_mlflow_serve.py (slow)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from runners.core import experiment, summaries
 from runners.tracking import mlflow_model, mlflow_native
 from runners.tracking.hydra_callbacks import PrintComparison, dataset_of, run_value
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 METHODS = {"agbm": [], "lgbm_cegb": ["n_threads=1"], "gbdt_topk": ["n_threads=1", "method.params.k=4"]}
 
 
