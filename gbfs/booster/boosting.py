@@ -1,20 +1,19 @@
-"""The boosting loop: Algorithm 3 of the GT-GBM paper / Algorithm 1 of GBFS.
+"""Single-task boosting: Algorithm 3 of the GT-GBM paper / Algorithm 1 of GBFS, as a plan of the one
+round loop (:func:`gbfs.booster.rounds.run_rounds`).
 
-Each iteration is one :class:`~gbfs.booster.tree_step.TreeStep` (residuals, rows and weights, one
+Each round is one :class:`~gbfs.booster.tree_step.TreeStep` (residuals, rows and weights, one
 penalised tree, shrunk leaf values, updated scores) followed by the evaluation of the train and
-validation sets and a ``history_`` record (:mod:`gbfs.booster.rounds`).  Omega (a
-:class:`~gbfs.booster.usage.Usage`) lives across iterations.
+validation sets and a ``history_`` record.  Omega (a :class:`~gbfs.booster.usage.Usage`) lives
+across rounds.  A softmax loss is boosted with one tree per class and round
+(:mod:`gbfs.booster.multiclass_boosting`).
 """
 
 from __future__ import annotations
 
-import time
-
-from .callbacks import EarlyStopException, reset_all
 from .growing.feature_search import FeatureSearch
 from .losses.loss import loss_for
 from .multiclass_boosting import boost_softmax
-from .rounds import BoostingParams, BoostingResult, Evaluator, close_round
+from .rounds import BoostingParams, BoostingResult, Evaluator, Slot, run_rounds
 from .tree_step import TreeStep
 from .usage import Usage
 
@@ -43,28 +42,33 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
         return boost_softmax(X_binned, y, bin_mapper, params, usage, evals, callbacks, model, search,
                              sample_rng)
     step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng)
-    train = Evaluator("train", X_binned, y, step.init_score, step.loss)
-    train.raw = step.raw  # train scores are updated through the partition, not re-predicted
-    evaluators = [Evaluator(name, Xb, yv, step.init_score, loss_for(params, *extra))
-                  for name, Xb, yv, *extra in evals]
-    trees, history = [], []
-    best_iteration = None
-    reset_all(callbacks)
-    start = time.perf_counter()
-    try:
-        for it in range(params.n_estimators):
-            tree, stats = step.grow(it, usage)
-            trees.append(tree)
-            for ev in evaluators:
-                ev.add_tree(tree)
-            rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
-                   "root_variance": stats.pop("root_variance"),
-                   "gain_normaliser": stats.pop("gain_normaliser"),
-                   "n_features_used": len(usage.order), **stats}
-            if close_round(it, rec, [train, *evaluators], history, callbacks, model, params, usage):
-                break
-    except EarlyStopException as stop:
-        best_iteration = stop.best_iteration
-    finally:
-        step.release()
+    plan = SingleTask(step, usage, [Evaluator(name, Xb, yv, step.init_score, loss_for(params, *extra))
+                                    for name, Xb, yv, *extra in evals])
+    (trees,), history, best_iteration = run_rounds(plan, params, callbacks, model)
     return BoostingResult(trees, step.init_score, history, best_iteration)
+
+
+class SingleTask:
+    """The plan of single-task boosting: one slot, the train and validation sets' evaluators."""
+
+    def __init__(self, step: TreeStep, usage: Usage, evaluators: list[Evaluator]):
+        train = Evaluator("train", step.X_binned, step.y, step.init_score, step.loss)
+        train.raw = step.raw  # train scores are updated through the partition, not re-predicted
+        self.step, self.usage, self._evals = step, usage, evaluators
+        self.slots = [Slot(step, usage, self._add_tree)]
+        self.evaluators = [train, *evaluators]
+
+    def _add_tree(self, tree) -> None:
+        for ev in self._evals:
+            ev.add_tree(tree)
+
+    def start_round(self) -> None:
+        pass
+
+    def record(self, it: int, seconds: float, stats: list[dict]) -> dict:
+        st = dict(stats[0])
+        return {"iteration": it, "elapsed_seconds": seconds, "root_variance": st.pop("root_variance"),
+                "gain_normaliser": st.pop("gain_normaliser"), "n_features_used": len(self.usage.order), **st}
+
+    def release(self) -> None:
+        self.step.release()

@@ -15,15 +15,14 @@ one-vs-rest AUC) and ``{set}_accuracy``, and the trees' statistics (:func:`_roun
 
 from __future__ import annotations
 
-import time
+import functools
 
 import numpy as np
 
-from .callbacks import EarlyStopException, reset_all
 from .growing.feature_search import FeatureSearch
 from .growing.grower import TreeGrower
 from .losses.softmax import ClassGradient, RoundScores, SoftmaxLoss
-from .rounds import BoostingParams, BoostingResult, close_round
+from .rounds import BoostingParams, BoostingResult, Slot, run_rounds
 from .tree import PackedEnsemble, Tree
 from .tree_step import TreeStep
 from .usage import Usage
@@ -66,30 +65,37 @@ def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage,
     train = SoftmaxEvaluator("train", X_binned, codes, shared.init, loss)
     evaluators = [SoftmaxEvaluator(name, Xb, yv.astype(np.int64), shared.init, loss)
                   for name, Xb, yv in evals]
-    trees, history = [], []
-    best_iteration = None
-    reset_all(callbacks)
-    start = time.perf_counter()
-    try:
-        for it in range(params.n_estimators):
-            shared.start_round([s.raw for s in steps])
-            per_class = []
-            for k, step in enumerate(steps):
-                tree, stats = step.grow(it, usage)
-                trees.append(tree)
-                for ev in evaluators:
-                    ev.add_tree(tree, k)
-                train.raw[:, k] = step.raw
-                per_class.append(stats)
-            rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - start,
-                   **_round_stats(per_class), "n_features_used": len(usage.order)}
-            if close_round(it, rec, [train, *evaluators], history, callbacks, model, params, usage):
-                break
-    except EarlyStopException as stop:
-        best_iteration = stop.best_iteration
-    finally:
-        grower.release_buffers()
+    plan = Softmax(steps, usage, shared, grower, train, evaluators)
+    per_class, history, best_iteration = run_rounds(plan, params, callbacks, model)
+    trees = [tree for round_trees in zip(*per_class) for tree in round_trees]  # round-major
     return BoostingResult(trees, shared.init.copy(), history, best_iteration)
+
+
+class Softmax:
+    """The plan of multiclass boosting: one slot per class against the one Omega, the softmax
+    normalisers fixed at each round's start."""
+
+    def __init__(self, steps: list[TreeStep], usage: Usage, shared: RoundScores, grower: TreeGrower,
+                 train: SoftmaxEvaluator, evaluators: list[SoftmaxEvaluator]):
+        self.steps, self.usage, self.shared, self.grower = steps, usage, shared, grower
+        self.train, self._evals = train, evaluators
+        self.slots = [Slot(step, usage, functools.partial(self._add_tree, k)) for k, step in enumerate(steps)]
+        self.evaluators = [train, *evaluators]
+
+    def _add_tree(self, k: int, tree: Tree) -> None:
+        for ev in self._evals:
+            ev.add_tree(tree, k)
+        self.train.raw[:, k] = self.steps[k].raw
+
+    def start_round(self) -> None:
+        self.shared.start_round([s.raw for s in self.steps])
+
+    def record(self, it: int, seconds: float, stats: list[dict]) -> dict:
+        return {"iteration": it, "elapsed_seconds": seconds, **_round_stats(stats),
+                "n_features_used": len(self.usage.order)}
+
+    def release(self) -> None:
+        self.grower.release_buffers()
 
 
 def _round_stats(per_class: list[dict]) -> dict:

@@ -1,19 +1,26 @@
-"""What every round loop shares: the parameters, the result, the evaluators and the end of a round.
+"""The one boosting loop: rounds of tree steps (Algorithm 3 of the GT-GBM paper, Algorithm 1 of GBFS
+and, with one step per task, the paper's multitask Algorithm 1).
 
-The loops -- single-task (:func:`gbfs.booster.boosting.boost`), multiclass
-(:func:`gbfs.booster.multiclass_boosting.boost_softmax`) and multitask
-(:func:`gbfs.criteria.multitask_boosting.boost_multitask`) -- differ only in the tree steps a round
-holds; each round ends the same way (:func:`close_round`): metrics, the ``history_`` record, the
-callbacks, and whether the selection has settled.
+A round is a list of :class:`Slot` s -- a :class:`~gbfs.booster.tree_step.TreeStep` with the Omega
+view it grows against and what to do with its tree -- grown in order, so a feature the first tree of
+a round pays for is already free for the next.  Single-task boosting has one slot
+(:func:`gbfs.booster.boosting.boost`), multiclass boosting one per class
+(:func:`gbfs.booster.multiclass_boosting.boost_softmax`), multitask boosting one per task
+(:func:`gbfs.criteria.multitask_boosting.boost_multitask`); a :class:`Rounds` plan says what they
+share.  :func:`run_rounds` runs any plan; every round ends the same way (:func:`close_round`):
+metrics, the ``history_`` record, the callbacks, and whether the selection has settled.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
-from .callbacks import CallbackEnv
+from .callbacks import CallbackEnv, EarlyStopException, reset_all
 from .growing.grower import GrowthParams
 from .losses.metrics import rmse, roc_auc
 from .tree import PackedEnsemble, Tree
@@ -100,3 +107,59 @@ def selection_settled(params: BoostingParams, usage: Usage, history: list) -> bo
     if p is None or len(history) <= p:
         return False
     return history[-1]["n_features_used"] == history[-1 - p]["n_features_used"]
+
+
+@dataclass
+class Slot:
+    """One tree of a round: its step, the Omega view it grows against, and what its tree updates
+    (evaluators' scores) once grown."""
+
+    step: object  # TreeStep
+    usage: Usage
+    on_tree: Callable[[Tree], None] = lambda tree: None
+
+
+class Rounds(Protocol):
+    """A boosting plan: the slots of every round and what the rounds share."""
+
+    slots: list[Slot]
+    evaluators: list  # scored at the end of every round (close_round)
+    usage: Usage  # the Omega whose settling may end a selection fit
+
+    def start_round(self) -> None:
+        """Before a round's first tree (multiclass boosting fixes the softmax normalisers here)."""
+
+    def record(self, it: int, seconds: float, stats: list[dict]) -> dict:
+        """The round's ``history_`` record before the evaluators' metrics, from its trees' statistics."""
+
+    def release(self) -> None:
+        """Free the steps' buffers (the fit ends, normally or not)."""
+
+
+def run_rounds(plan: Rounds, params: BoostingParams, callbacks=(), model=None
+               ) -> tuple[list[list[Tree]], list[dict], int | None]:
+    """Run ``params.n_estimators`` rounds of ``plan``: the trees of each slot (in round order), the
+    ``history`` (one record per round) and the best iteration early stopping chose (None if it did
+    not stop the fit)."""
+    trees: list[list[Tree]] = [[] for _ in plan.slots]
+    history: list[dict] = []
+    best_iteration = None
+    reset_all(callbacks)
+    start = time.perf_counter()
+    try:
+        for it in range(params.n_estimators):
+            plan.start_round()
+            stats = []
+            for i, slot in enumerate(plan.slots):
+                tree, st = slot.step.grow(it, slot.usage)
+                trees[i].append(tree)
+                slot.on_tree(tree)
+                stats.append(st)
+            rec = plan.record(it, time.perf_counter() - start, stats)
+            if close_round(it, rec, plan.evaluators, history, callbacks, model, params, plan.usage):
+                break
+    except EarlyStopException as stop:
+        best_iteration = stop.best_iteration
+    finally:
+        plan.release()
+    return trees, history, best_iteration

@@ -15,14 +15,13 @@ task-size-weighted "Total" of every metric (the paper's Figures 4-5) and each ta
 
 from __future__ import annotations
 
-import time
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..booster.callbacks import EarlyStopException, reset_all
 from ..booster.losses.metrics import task_weighted
-from ..booster.rounds import BoostingParams, BoostingResult, Evaluator, close_round
+from ..booster.rounds import BoostingParams, BoostingResult, Evaluator, Slot, run_rounds
 from ..booster.tree_step import TreeStep
 from .multitask_usage import MultitaskUsage
 
@@ -42,41 +41,51 @@ def boost_multitask(tasks: list[TaskData], bin_mapper, params: BoostingParams, u
                     callbacks=(), model=None) -> list[BoostingResult]:
     """Fit ``params.n_estimators`` rounds of one tree per task; returns one result per task (all
     sharing the round-level ``history`` and ``best_iteration``)."""
-    steps = [TreeStep(t.X_binned, t.y, bin_mapper, params, t.search, t.sample_rng) for t in tasks]
-    train = []
-    for step, t in zip(steps, tasks):
-        ev = Evaluator("train", t.X_binned, t.y, step.init_score, step.loss)
-        ev.raw = step.raw  # updated through the partition, not re-predicted
-        train.append(ev)
-    evals = [[Evaluator(name, Xb, yv, step.init_score, step.loss) for name, Xb, yv in t.evals]
-             for step, t in zip(steps, tasks)]
-    trees: list[list] = [[] for _ in tasks]
-    history: list[dict] = []
-    best_iteration = None
-    reset_all(callbacks)
-    start = time.perf_counter()
-    try:
-        for it in range(params.n_estimators):
-            per_task = []
-            for t, step in enumerate(steps):
-                tree, stats = step.grow(it, usage.task(t))
-                trees[t].append(tree)
-                for ev in evals[t]:
-                    ev.add_tree(tree)
-                rec = dict(stats)
-                train[t].record(rec)
-                for ev in evals[t]:
-                    ev.record(rec)
-                per_task.append(rec)
-            rec = _round_record(it, time.perf_counter() - start, per_task, tasks, usage)
-            if close_round(it, rec, (), history, callbacks, model, params, usage.group):
-                break
-    except EarlyStopException as stop:
-        best_iteration = stop.best_iteration
-    finally:
-        for step in steps:
+    plan = Multitask(tasks, [TreeStep(t.X_binned, t.y, bin_mapper, params, t.search, t.sample_rng)
+                             for t in tasks], usage)
+    trees, history, best_iteration = run_rounds(plan, params, callbacks, model)
+    return [BoostingResult(tr, step.init_score, history, best_iteration)
+            for tr, step in zip(trees, plan.steps)]
+
+
+class Multitask:
+    """The plan of multitask boosting: one slot per task, each on its own rows against its view of
+    (Omega_G, Omega_t); a round's record holds every task's metrics and their weighted Total."""
+
+    def __init__(self, tasks: list[TaskData], steps: list[TreeStep], usage: MultitaskUsage):
+        self.tasks, self.steps, self.multitask = tasks, steps, usage
+        self.usage = usage.group
+        self.evaluators = ()  # every task's metrics are in its part of the record
+        self._train = []
+        for step, t in zip(steps, tasks):
+            ev = Evaluator("train", t.X_binned, t.y, step.init_score, step.loss)
+            ev.raw = step.raw  # updated through the partition, not re-predicted
+            self._train.append(ev)
+        self._evals = [[Evaluator(name, Xb, yv, step.init_score, step.loss) for name, Xb, yv in t.evals]
+                       for step, t in zip(steps, tasks)]
+        self.slots = [Slot(step, usage.task(t), functools.partial(self._add_tree, t))
+                      for t, step in enumerate(steps)]
+
+    def _add_tree(self, t: int, tree) -> None:
+        for ev in self._evals[t]:
+            ev.add_tree(tree)
+
+    def start_round(self) -> None:
+        pass
+
+    def record(self, it: int, seconds: float, stats: list[dict]) -> dict:
+        per_task = []
+        for t, st in enumerate(stats):
+            rec = dict(st)
+            self._train[t].record(rec)
+            for ev in self._evals[t]:
+                ev.record(rec)
+            per_task.append(rec)
+        return _round_record(it, seconds, per_task, self.tasks, self.multitask)
+
+    def release(self) -> None:
+        for step in self.steps:
             step.release()
-    return [BoostingResult(tr, step.init_score, history, best_iteration) for tr, step in zip(trees, steps)]
 
 
 def _round_record(it: int, seconds: float, per_task: list[dict], tasks: list[TaskData],
