@@ -138,3 +138,35 @@ def test_folders_stay_small(folder):
     if folder == COMMANDS_FOLDER:
         entries = [p for p in entries if p.is_dir() or not _is_command(p)]
     assert len(entries) <= MAX_ENTRIES, f"{folder.relative_to(ROOT)}: {len(entries)} modules and packages"
+
+
+def _private_writes(tree: ast.AST) -> list[tuple[int, str]]:
+    """``name._attr = ...`` on another object than ``self``, outside a classmethod that builds its own
+    class's instance (``est = cls()``)."""
+    found = []
+
+    def visit(node: ast.AST, in_classmethod: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_classmethod
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inside = any(isinstance(d, ast.Name) and d.id == "classmethod" for d in child.decorator_list)
+            if isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                for t in targets:
+                    for sub in ast.walk(t):
+                        if (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)
+                                and sub.value.id not in ("self", "cls") and sub.attr.startswith("_")
+                                and not sub.attr.startswith("__") and not inside):
+                            found.append((child.lineno, f"{sub.value.id}.{sub.attr}"))
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
+def test_no_module_writes_another_objects_private_state():
+    """The estimators install what the engine returns (a fit, a model file's ensemble); no helper
+    module writes their private attributes."""
+    writes = [f"{name}:{line} writes {what}" for name, path in MODULES.items() if name.startswith("gbfs")
+              for line, what in _private_writes(ast.parse(path.read_text()))]
+    assert not writes, "\n".join(writes)

@@ -4,7 +4,8 @@ and refit.
 :func:`prepare` does everything that does not depend on ``mu``, ``max_features`` or ``refit``
 (checks, binning, GT-GBM's precompute), so a selection path bins once for many fits;
 :func:`select` is the selection fit (the papers' Algorithm 1 / 3 against Omega);
-:func:`fit_prepared` adds the relaxed refit or GBDT-topK (:mod:`gbfs.criteria.refit`) and installs the model.
+:func:`fit_prepared` adds the relaxed refit or GBDT-topK (:mod:`gbfs.criteria.refit`); the
+estimator installs what it returns.
 """
 
 from __future__ import annotations
@@ -94,16 +95,22 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
                      est._query(X.shape[0]), est._target_params())
 
 
-def fit_prepared(est, prep: Prepared, selection=None, selection_history=None):
-    """Fit on prepared data.  With ``selection`` (refit mode or ``"topk"``), skip the selection
-    fit and refit on those features: a selection path computes selections once for many
-    budgets and hands each model its own."""
+@dataclasses.dataclass
+class Fitted:
+    """What a fit found, for the estimator to install: the ensemble, its records and the selection."""
+
+    result: object  # BoostingResult: trees, init_score, history, best_iteration
+    selection: np.ndarray | None  # the features a refit was restricted to (None: no refit)
+    selection_history: list | None  # the selection fit's history_ (with a selection)
+    timings: dict
+
+
+def fit_prepared(est, prep: Prepared, selection=None, selection_history=None) -> Fitted:
+    """Fit on prepared data: the selection fit, then the relaxed refit or GBDT-topK's refit.  With
+    ``selection`` (refit mode or ``"topk"``), skip the selection fit and refit on those features: a
+    selection path computes selections once for many budgets and hands each model its own."""
     params = est._fit_params(prep)
-    est._reset_fitted()
-    for k, v in prep.inputs.items():
-        setattr(est, k, v)
     d, seed, topk = prep.X_binned.shape[1], prep.seed, params.method.ranks
-    est._bin_mapper = prep.bin_mapper
     with numba_threads(est.n_threads):
         t2 = time.perf_counter()
         result = None
@@ -120,25 +127,16 @@ def fit_prepared(est, prep: Prepared, selection=None, selection_history=None):
         t3 = time.perf_counter()
         if selection is not None:
             selection = np.asarray(selection, dtype=np.int64)
-            est.selection_history_ = selection_history
             if result is None and not selection.size:
                 raise ValueError("selection must hold at least one feature")
             if selection.size:  # nothing selected: the selection fit's constant model stays
                 result = refit(prep.X_binned, prep.y, prep.bin_mapper, selection, params, prep.evals,
                                prep.callbacks, model=est, sample_rng=np.random.default_rng([seed, 4]))
         t4 = time.perf_counter()
-    est._set_fitted(result.trees, result.init_score, result.history, result.best_iteration,
-                     selection)
-    est.timings_ = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
-                     "binned_bytes": int(prep.X_binned.nbytes),
-                     "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes)}
-    if prep.bags is not None:
-        bag_of = FeatureUsage(d, 0.0, None, prep.bags).bag_of
-        est.n_bags_selected_ = int(np.unique(bag_of[est.selected_features_]).size)
-    if prep.plan is not None:
-        est.n_subsets_ = prep.plan.n_subsets
-        est.subset_size_ = prep.plan.subset_size
-    return est
+    timings = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
+               "binned_bytes": int(prep.X_binned.nbytes),
+               "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes)}
+    return Fitted(result, selection, selection_history if selection is not None else None, timings)
 
 
 def select(est, prep: Prepared, params=None, plain: bool = False):

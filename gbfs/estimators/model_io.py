@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 import os
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import is_classifier
@@ -212,8 +213,8 @@ def check_keys(body: dict, allowed: frozenset) -> None:
         raise ValueError(f"unknown key {unknown[0]!r}: this model file holds only {sorted(allowed)}")
 
 
-def restore_common(est, body) -> int:
-    """Set parameters, inputs, classes and the bin mapper from ``body``; returns ``n_features``."""
+def restore_common(est, body) -> tuple[int, BinMapper]:
+    """Set parameters, inputs and classes from ``body``; returns ``n_features`` and the bin mapper."""
     d = body["n_features_in"]
     if not V._is_int(d) or d < 1:
         raise ValueError("n_features_in must be a positive int")
@@ -242,8 +243,7 @@ def restore_common(est, body) -> int:
         if edges[f].size:
             raise ValueError(f"bin_edges[{f}] must be empty: feature {f} is categorical")
     bm.n_bins_non_missing_ = bm.n_edges_ + 1
-    est._bin_mapper = bm
-    return d
+    return d, bm
 
 
 def _edges_from_json(values, f: int, max_bins: int) -> np.ndarray:
@@ -280,12 +280,23 @@ def best_iteration_from_json(best, n_trees: int):
     return best
 
 
-def restore_gbfs(est, body) -> None:
-    """Restore a single-task estimator from the keys of :func:`gbfs_body`."""
+class Restored(NamedTuple):
+    """A single-task model file's ensemble, for the estimator to install."""
+
+    bin_mapper: BinMapper
+    trees: list
+    init_score: object  # float, or one per class
+    best_iteration: int | None
+    selection: np.ndarray | None
+
+
+def restore_gbfs(est, body) -> Restored:
+    """Restore a single-task estimator's parameters and inputs from the keys of :func:`gbfs_body`;
+    returns the ensemble it installs."""
     check_keys(body, GBFS_KEYS)
-    d = restore_common(est, body)
+    d, bm = restore_common(est, body)
     trees = trees_from_json(body["trees"], d)
-    check_categorical_trees(trees, est._bin_mapper)
+    check_categorical_trees(trees, bm)
     if multiclass.is_multiclass(est):  # best_iteration counts rounds of one tree per class
         K = est.classes_.shape[0]
         init_score = multiclass.init_score_from_json(body["init_score"], K, len(trees), init_score_from_json)
@@ -294,9 +305,7 @@ def restore_gbfs(est, body) -> None:
         best = best_iteration_from_json(body["best_iteration"], len(trees))
         init_score = init_score_from_json(body["init_score"])
     selection = _selection_from_json(body.get("selected_features"), d, trees)
-    est._set_fitted(trees, init_score, [], None, selection)
-    est.best_iteration_ = best
-    est._saved_n_threads = est.n_threads  # the file's thread count never limits prediction
+    return Restored(bm, trees, init_score, best, selection)
 
 
 #: parameters whose default changed, with what a gbfs that did not know them did: a file written

@@ -33,16 +33,12 @@ def class_codes(y: np.ndarray, classes: np.ndarray) -> np.ndarray:
     return np.searchsorted(classes, y).astype(np.float64)
 
 
-def install_trees(est, trees: list, init_score, best_iteration) -> list:
-    """Set the fitted ensemble of a multiclass classifier; returns the trees it keeps."""
-    K = est.classes_.shape[0]
+def ensemble(trees: list, n_classes: int, best_iteration) -> tuple[list, list]:
+    """The trees a multiclass classifier keeps (rounds up to ``best_iteration``) and each class's
+    packed ensemble (tree ``i`` belongs to class ``i % n_classes``)."""
     if best_iteration is not None:
-        trees = trees[:(best_iteration + 1) * K]
-    est._trees = trees
-    est._packed = [PackedEnsemble(trees[k::K]) for k in range(K)]
-    est.init_score_ = np.asarray(init_score, dtype=np.float64).copy()
-    est.n_iter_ = len(trees) // K
-    return trees
+        trees = trees[:(best_iteration + 1) * n_classes]
+    return trees, [PackedEnsemble(trees[k::n_classes]) for k in range(n_classes)]
 
 
 def raw_predict(est, X) -> np.ndarray:

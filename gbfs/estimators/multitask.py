@@ -270,7 +270,7 @@ class _MultitaskBase(BaseGBFS):
     def _from_model_body(cls, body: dict):
         model_io.check_keys(body, MULTITASK_KEYS)
         est = cls()
-        d = model_io.restore_common(est, body)
+        d, est._bin_mapper = model_io.restore_common(est, body)
         if hasattr(est, "classes_") and est.classes_.shape[0] != 2:
             raise ValueError(f"classes must hold exactly two labels, got {est.classes_.tolist()}")
         est.tasks_ = V.labels_from_json(body["tasks"], "tasks")

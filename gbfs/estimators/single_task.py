@@ -21,6 +21,7 @@ from ..booster.losses.loss import LOSSES
 from ..booster.rounds import BoostingParams
 from ..booster.tree import PackedEnsemble
 from ..criteria.group_testing import DEFAULT_MAX_PRECOMPUTE_BYTES
+from ..criteria.penalty import FeatureUsage
 from ..criteria.refit import IMPORTANCE_TYPES, importances
 from ..io import envelope
 from . import categorical_input, fitting, model_io, multiclass
@@ -195,8 +196,24 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
         return params
 
     def _fit_prepared(self, prep: fitting.Prepared, selection=None, selection_history=None):
-        """Fit on prepared data (:func:`gbfs.estimators.fitting.fit_prepared`)."""
-        return fitting.fit_prepared(self, prep, selection, selection_history)
+        """Fit on prepared data (:func:`gbfs.estimators.fitting.fit_prepared`) and install the model."""
+        self._reset_fitted()
+        for k, v in prep.inputs.items():  # n_features_in_, feature_names_in_, classes_: callbacks see them
+            setattr(self, k, v)
+        self._bin_mapper = prep.bin_mapper
+        fitted = fitting.fit_prepared(self, prep, selection, selection_history)
+        if fitted.selection is not None:
+            self.selection_history_ = fitted.selection_history
+        r = fitted.result
+        self._set_fitted(r.trees, r.init_score, r.history, r.best_iteration, fitted.selection)
+        self.timings_ = fitted.timings
+        if prep.bags is not None:
+            bag_of = FeatureUsage(prep.X_binned.shape[1], 0.0, None, prep.bags).bag_of
+            self.n_bags_selected_ = int(np.unique(bag_of[self.selected_features_]).size)
+        if prep.plan is not None:
+            self.n_subsets_ = prep.plan.n_subsets
+            self.subset_size_ = prep.plan.subset_size
+        return self
 
     def _categorical_mask(self, d: int) -> np.ndarray:
         mask = np.zeros(d, dtype=bool)
@@ -292,7 +309,11 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
     @classmethod
     def _from_model_body(cls, body: dict):
         est = cls()
-        model_io.restore_gbfs(est, body)
+        r = model_io.restore_gbfs(est, body)
+        est._bin_mapper = r.bin_mapper
+        est._set_fitted(r.trees, r.init_score, [], None, r.selection)
+        est.best_iteration_ = r.best_iteration
+        est._saved_n_threads = est.n_threads  # the file's thread count never limits prediction
         return est
 
 
@@ -327,9 +348,13 @@ class GBFSClassifier(ClassifierMixin, BaseGBFS):
         return (y == self.classes_[1]).astype(np.float64)
 
     def _install_trees(self, trees, init_score, best_iteration) -> list:
-        if multiclass.is_multiclass(self):
-            return multiclass.install_trees(self, trees, init_score, best_iteration)
-        return super()._install_trees(trees, init_score, best_iteration)
+        if not multiclass.is_multiclass(self):
+            return super()._install_trees(trees, init_score, best_iteration)
+        K = self.classes_.shape[0]
+        self._trees, self._packed = multiclass.ensemble(trees, K, best_iteration)
+        self.init_score_ = np.asarray(init_score, dtype=np.float64).copy()
+        self.n_iter_ = len(self._trees) // K
+        return self._trees
 
     def _raw_predict(self, X):
         check_is_fitted(self, "_trees")
