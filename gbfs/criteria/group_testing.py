@@ -50,7 +50,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..booster.binning import BinMapper
-from ..booster.kernels._types import MAX_BINS, N_BINS
+from ..booster.kernels._types import C_CH, G_CH, H_CH, MAX_BINS, N_BINS
 from ..booster.kernels.portable import mean, total
 from ..booster.kernels.splitting import scan_feature
 
@@ -248,24 +248,24 @@ def _half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
 def _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins):
     """Equal-width histogram of a pseudo-feature over [mn, mx] (``h_ord`` empty: unit weights)."""
     for b in range(n_bins):  # bins n_bins..255 (incl. the missing bin) stay zero
-        hist[b, 0] = 0.0
-        hist[b, 1] = 0.0
-        hist[b, 2] = 0.0
+        hist[b, G_CH] = 0.0
+        hist[b, H_CH] = 0.0
+        hist[b, C_CH] = 0.0
     scale = n_bins / (mx - mn)
     top = n_bins - 1
     if h_ord.shape[0] == 0:
         for i in range(z.shape[0]):
             b = min(int((z[i] - mn) * scale), top)
-            hist[b, 0] += r_ord[i]
-            hist[b, 2] += 1.0
+            hist[b, G_CH] += r_ord[i]
+            hist[b, C_CH] += 1.0
         for b in range(n_bins):
-            hist[b, 1] = hist[b, 2]
+            hist[b, H_CH] = hist[b, C_CH]
     else:
         for i in range(z.shape[0]):
             b = min(int((z[i] - mn) * scale), top)
-            hist[b, 0] += r_ord[i]
-            hist[b, 1] += h_ord[i]
-            hist[b, 2] += 1.0
+            hist[b, G_CH] += r_ord[i]
+            hist[b, H_CH] += h_ord[i]
+            hist[b, C_CH] += 1.0
 
 
 @njit(cache=True, nogil=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from ._types import C_CH, G_CH, H_CH
 from .histogram import accumulate
 
 #: uint32 words of one split's left set (one bit per bin, 256 bins)
@@ -73,15 +74,15 @@ def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_we
     if nb <= max_onehot:
         best_t = -1
         for t in range(nb):
-            c = hf[t, 2]
-            h = hf[t, 1]
+            c = hf[t, C_CH]
+            h = hf[t, H_CH]
             if c == 0.0 or c < min_samples_leaf or h < min_child_weight:
                 continue
             if sum_c - c < min_samples_leaf or sum_h - h < min_child_weight:
                 continue
-            gain = _children(hf[t, 0], h, sum_g, sum_h, reg_lambda) - parent
+            gain = _children(hf[t, G_CH], h, sum_g, sum_h, reg_lambda) - parent
             if gain > best:
-                best, best_t, blg, blh, blc = gain, t, hf[t, 0], h, c
+                best, best_t, blg, blh, blc = gain, t, hf[t, G_CH], h, c
         if best_t >= 0:
             bits[best_t >> 5] |= np.uint32(1) << np.uint32(best_t & 31)
         return best, blg, blh, blc
@@ -93,10 +94,10 @@ def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_we
     ctr = np.empty(nb, dtype=np.float64)
     m = 0
     for t in range(nb):
-        if np.floor(hf[t, 1] * per_h + 0.5) >= cat_smooth:
+        if np.floor(hf[t, H_CH] * per_h + 0.5) >= cat_smooth:
             idx[m] = t
             # channel 0 holds -gradient: ordered by gradient, ties and directions go as LightGBM's
-            ctr[m] = -hf[t, 0] / (hf[t, 1] + cat_smooth)
+            ctr[m] = -hf[t, G_CH] / (hf[t, H_CH] + cat_smooth)
             m += 1
     order = idx[:m][np.argsort(ctr[:m], kind="mergesort")]  # stable: ties keep the bin order
     max_num_cat = min(max_cat_threshold, (m + 1) // 2)
@@ -111,10 +112,10 @@ def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_we
         group = 0.0
         for i in range(min(m, max_num_cat)):
             t = order[i] if d == 0 else order[m - 1 - i]
-            lg += hf[t, 0]
-            lh += hf[t, 1]
-            lc += hf[t, 2]
-            e = np.floor(hf[t, 1] * per_h + 0.5)
+            lg += hf[t, G_CH]
+            lh += hf[t, H_CH]
+            lc += hf[t, C_CH]
+            e = np.floor(hf[t, H_CH] * per_h + 0.5)
             le += e
             group += e
             if lc < min_samples_leaf or lh < min_child_weight:
@@ -142,9 +143,9 @@ def _store(f, slot, hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_wei
     gain[f] = res[0]
     bin_[f] = -1
     missing_left[f] = False
-    left_sums[f, 0] = res[1]
-    left_sums[f, 1] = res[2]
-    left_sums[f, 2] = res[3]
+    left_sums[f, G_CH] = res[1]
+    left_sums[f, H_CH] = res[2]
+    left_sums[f, C_CH] = res[3]
 
 
 @njit(parallel=True, cache=True)

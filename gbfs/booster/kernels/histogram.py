@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._types import HISTOGRAM_DTYPE, MISSING_BIN
+from ._types import C_CH, G_CH, H_CH, HISTOGRAM_DTYPE, MISSING_BIN
 
 
 class HistogramLayout:
@@ -78,36 +78,36 @@ def accumulate(col, rows, r_ord, h_ord, hf, nb):
     """
     width = nb + 1
     for b in range(width):
-        hf[b, 0] = 0.0
-        hf[b, 1] = 0.0
-        hf[b, 2] = 0.0
+        hf[b, G_CH] = 0.0
+        hf[b, H_CH] = 0.0
+        hf[b, C_CH] = 0.0
     n = r_ord.shape[0]
     unit = h_ord.shape[0] == 0
     if rows.shape[0] == 0 and unit:
         for i in range(n):
             b = min(np.int64(col[i]), nb)
-            hf[b, 0] += r_ord[i]
-            hf[b, 2] += 1.0
+            hf[b, G_CH] += r_ord[i]
+            hf[b, C_CH] += 1.0
     elif rows.shape[0] == 0:
         for i in range(n):
             b = min(np.int64(col[i]), nb)
-            hf[b, 0] += r_ord[i]
-            hf[b, 1] += h_ord[i]
-            hf[b, 2] += 1.0
+            hf[b, G_CH] += r_ord[i]
+            hf[b, H_CH] += h_ord[i]
+            hf[b, C_CH] += 1.0
     elif unit:
         for i in range(n):
             b = min(np.int64(col[np.uint32(rows[i])]), nb)  # unsigned: no negative-index wraparound
-            hf[b, 0] += r_ord[i]
-            hf[b, 2] += 1.0
+            hf[b, G_CH] += r_ord[i]
+            hf[b, C_CH] += 1.0
     else:
         for i in range(n):
             b = min(np.int64(col[np.uint32(rows[i])]), nb)
-            hf[b, 0] += r_ord[i]
-            hf[b, 1] += h_ord[i]
-            hf[b, 2] += 1.0
+            hf[b, G_CH] += r_ord[i]
+            hf[b, H_CH] += h_ord[i]
+            hf[b, C_CH] += 1.0
     if unit:
         for b in range(width):
-            hf[b, 1] = hf[b, 2]
+            hf[b, H_CH] = hf[b, C_CH]
 
 
 @njit(parallel=True, cache=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._types import MISSING_BIN
+from ._types import C_CH, G_CH, H_CH, MISSING_BIN
 
 #: a feature is sparse when at most this share of rows is outside its most frequent bin
 SPARSE_SHARE = 0.2
@@ -86,9 +86,9 @@ def _zero_bins(hist, features, offsets):
     for k in prange(features.shape[0]):
         f = features[k]
         for b in range(offsets[f], offsets[f + 1]):
-            hist[b, 0] = 0.0
-            hist[b, 1] = 0.0
-            hist[b, 2] = 0.0
+            hist[b, G_CH] = 0.0
+            hist[b, H_CH] = 0.0
+            hist[b, C_CH] = 0.0
 
 
 @njit(cache=True, nogil=True)
@@ -103,9 +103,9 @@ def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist, first_row):
         h = 1.0 if unit else h_ord[i]
         for k in range(indptr[row], indptr[row + 1]):
             j = idx[k]
-            hist[j, 0] += r
-            hist[j, 1] += h
-            hist[j, 2] += 1.0
+            hist[j, G_CH] += r
+            hist[j, H_CH] += h
+            hist[j, C_CH] += 1.0
 
 
 @njit(parallel=True, cache=True)
@@ -122,9 +122,9 @@ def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, bins, hist, scratc
         if c > 0:
             for k in range(bins.shape[0]):
                 b = bins[k]
-                out[b, 0] = 0.0
-                out[b, 1] = 0.0
-                out[b, 2] = 0.0
+                out[b, G_CH] = 0.0
+                out[b, H_CH] = 0.0
+                out[b, C_CH] = 0.0
         if rows.shape[0] == 0:
             _accumulate_rows(indptr, idx, rows, r_ord[lo:hi], h_ord[lo:hi] if h_ord.shape[0] else h_ord,
                              out, lo)
@@ -134,9 +134,9 @@ def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, bins, hist, scratc
     for k in prange(bins.shape[0]):
         b = bins[k]
         for c in range(n_chunks - 1):
-            hist[b, 0] += scratch[c, b, 0]
-            hist[b, 1] += scratch[c, b, 1]
-            hist[b, 2] += scratch[c, b, 2]
+            hist[b, G_CH] += scratch[c, b, G_CH]
+            hist[b, H_CH] += scratch[c, b, H_CH]
+            hist[b, C_CH] += scratch[c, b, C_CH]
 
 
 @njit(parallel=True, cache=True)
@@ -150,12 +150,12 @@ def _derive_default_bins(hist, features, offsets, default, sum_g, sum_h, sum_c):
         d_bin = offsets[f] + default[f]
         for b in range(offsets[f], offsets[f + 1]):
             if b != d_bin:
-                g -= hist[b, 0]
-                h -= hist[b, 1]
-                c -= hist[b, 2]
-        hist[d_bin, 0] = g
-        hist[d_bin, 1] = h
-        hist[d_bin, 2] = c
+                g -= hist[b, G_CH]
+                h -= hist[b, H_CH]
+                c -= hist[b, C_CH]
+        hist[d_bin, G_CH] = g
+        hist[d_bin, H_CH] = h
+        hist[d_bin, C_CH] = c
 
 
 class SparseRows:

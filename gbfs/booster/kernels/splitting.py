@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._types import MISSING_BIN
+from ._types import C_CH, G_CH, H_CH, MISSING_BIN
 from .histogram import accumulate
 
 
@@ -69,9 +69,9 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
     (rows with NaN at prediction time follow the majority, as in scikit-learn).
     """
     parent_term = sum_g * sum_g / (sum_h + reg_lambda)
-    mg = hf[n_bins, 0]  # the missing bin follows the value bins
-    mh = hf[n_bins, 1]
-    mc = hf[n_bins, 2]
+    mg = hf[n_bins, G_CH]  # the missing bin follows the value bins
+    mh = hf[n_bins, H_CH]
+    mc = hf[n_bins, C_CH]
     has_missing = mc > 0
     by_hessian = count_factor > 0.0
     me = np.floor(mh * count_factor + 0.5) if by_hessian else mc
@@ -81,7 +81,7 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
     if by_hessian:
         total = me
         for t in range(n_bins):
-            total += np.floor(hf[t, 1] * count_factor + 0.5)
+            total += np.floor(hf[t, H_CH] * count_factor + 0.5)
         shift = sum_c - total
     best = -np.inf
     best_bin = -1
@@ -94,11 +94,11 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
     cc = 0.0
     ce = 0.0  # the count min_samples_leaf reads
     for t in range(n_bins):
-        cg += hf[t, 0]
-        ch += hf[t, 1]
-        cc += hf[t, 2]
-        ce += np.floor(hf[t, 1] * count_factor + 0.5) if by_hessian else hf[t, 2]
-        if hf[t, 2] == 0.0 and t > 0:
+        cg += hf[t, G_CH]
+        ch += hf[t, H_CH]
+        cc += hf[t, C_CH]
+        ce += np.floor(hf[t, H_CH] * count_factor + 0.5) if by_hessian else hf[t, C_CH]
+        if hf[t, C_CH] == 0.0 and t > 0:
             continue  # same partition as threshold t - 1
         if t < n_bins - 1 or has_missing:
             gain = _consider(cg, ch, ce + shift, sum_g, sum_h, sum_c, parent_term, min_samples_leaf,
@@ -130,9 +130,9 @@ def _store_split(f, res, gain, bin_, missing_left, left_sums):
     gain[f] = res[0]
     bin_[f] = res[1]
     missing_left[f] = res[2]
-    left_sums[f, 0] = res[3]
-    left_sums[f, 1] = res[4]
-    left_sums[f, 2] = res[5]
+    left_sums[f, G_CH] = res[3]
+    left_sums[f, H_CH] = res[4]
+    left_sums[f, C_CH] = res[5]
 
 
 @njit(parallel=True, cache=True)
@@ -218,9 +218,9 @@ def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, of
 def _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                        count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
     for b in range(offsets[f], offsets[f + 1]):
-        parent[b, 0] -= small[b, 0]
-        parent[b, 1] -= small[b, 1]
-        parent[b, 2] -= small[b, 2]
+        parent[b, G_CH] -= small[b, G_CH]
+        parent[b, H_CH] -= small[b, H_CH]
+        parent[b, C_CH] -= small[b, C_CH]
     res = scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
                         min_samples_leaf, count_factor, min_child_weight, reg_lambda)
     _store_split(f, res, gain, bin_, missing_left, left_sums)
