@@ -47,21 +47,24 @@ class Prepared:
     target: dict = dataclasses.field(default_factory=dict)  # the loss's fields (multiclass: softmax)
 
 
-def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
-    """Validate the inputs, bin them and run GT-GBM's precompute: everything a fit needs that
-    does not depend on ``mu``, ``max_features`` or ``refit`` (a selection path shares it)."""
+def check_data(est, X, y, callbacks):
+    """The first checks of every fit: the parameters, the callbacks, ``X`` and ``y``; returns them
+    checked (``params`` the :class:`~gbfs.booster.rounds.BoostingParams`).  Past this point a refused
+    fit leaves the estimator unfitted, never an old model behind a new input width."""
     params = est._validate_params()
     callbacks = V.check_callbacks(callbacks)
-    # past this point a refused fit leaves the estimator unfitted, never an old model behind
-    # a new input width
     est._reset_fitted()
     try:
         X = est._check_X(X, reset=True)
     except ValueError as e:
         raise ValueError(f"X: {e}") from e
     y = est._fit_target(V.target_array(y, type(est).__name__, X.shape[0]))
-    evals = est._check_eval_set(eval_set)
-    d = X.shape[1]
+    return params, callbacks, X, y
+
+
+def check_selection(est, d: int, evals: list, callbacks: list):
+    """The checks of what selects, on ``d`` features: costs, bags and budgets; and early stopping
+    (which needs ``evals``) added to ``callbacks``.  Returns ``(costs, bags, callbacks)``."""
     costs = V.check_feature_vector("feature_costs", est.feature_costs, d, "cost")
     bags = V.check_feature_vector("feature_bags", est.feature_bags, d, "bag")
     if est.early_stopping_rounds is not None:
@@ -73,6 +76,16 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
         V.warn_user(f"max_features={est.max_features} is at least the number of "
                     f"{'bags' if bags is not None else 'features'} of X: the budget never binds")
     V.check_max_cost(est.max_cost, costs, bags, d)
+    return costs, bags, callbacks
+
+
+def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
+    """Validate the inputs, bin them and run GT-GBM's precompute: everything a fit needs that
+    does not depend on ``mu``, ``max_features`` or ``refit`` (a selection path shares it)."""
+    params, callbacks, X, y = check_data(est, X, y, callbacks)
+    evals = est._check_eval_set(eval_set)
+    d = X.shape[1]
+    costs, bags, callbacks = check_selection(est, d, evals, callbacks)
     pl = est._group_test_plan(*X.shape) if params.method.group_tests else None
     seed = check_random_state(est.random_state).randint(np.iinfo(np.int32).max)
     with numba_threads(est.n_threads):

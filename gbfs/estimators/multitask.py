@@ -22,7 +22,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import validation as V
 from ..booster.binning import BinMapper
-from ..booster.callbacks import early_stopping
 from ..booster.losses.loss import LOSSES
 from ..booster.rounds import BoostingResult
 from ..booster.tree import PackedEnsemble
@@ -32,7 +31,7 @@ from ..criteria.multitask_boosting import TaskData, boost_multitask
 from ..criteria.multitask_usage import MultitaskUsage
 from ..criteria.refit import importances
 from ..io import envelope
-from . import model_io
+from . import fitting, model_io
 from ._docs import MULTITASK_PARAM_DOC
 from ._params import numba_threads, prediction_threads
 from .single_task import BaseGBFS, GBFSClassifier, GBFSRegressor
@@ -135,26 +134,13 @@ class _MultitaskBase(BaseGBFS):
         -------
         self
         """
-        params = self._validate_params()
-        callbacks = V.check_callbacks(callbacks)
-        self._reset_fitted()
-        try:
-            X = self._check_X(X, reset=True)
-        except ValueError as e:
-            raise ValueError(f"X: {e}") from e
-        y = self._fit_target(V.target_array(y, type(self).__name__, X.shape[0]))
+        params, callbacks, X, y = fitting.check_data(self, X, y, callbacks)
         task_labels = self._task_labels(task, X.shape[0])
         self.tasks_ = np.unique(task_labels)
         task_idx = self._task_index(task_labels, X.shape[0])
         evals = self._check_eval_set(eval_set)
         d = X.shape[1]
-        costs = V.check_feature_vector("feature_costs", self.feature_costs, d, "cost")
-        bags = V.check_feature_vector("feature_bags", self.feature_bags, d, "bag")
-        V.check_max_cost(self.max_cost, costs, bags, d)
-        if self.early_stopping_rounds is not None:
-            if not evals:
-                raise ValueError("early_stopping_rounds needs eval_set")
-            callbacks = callbacks + [early_stopping(self.early_stopping_rounds, "val_loss")]
+        costs, bags, callbacks = fitting.check_selection(self, d, evals, callbacks)
         rows = [np.flatnonzero(task_idx == t) for t in range(self.tasks_.shape[0])]
         method = params.method
         plans = [self._group_test_plan(r.shape[0], d) if method.group_tests else None for r in rows]
