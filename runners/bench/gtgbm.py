@@ -31,6 +31,7 @@ from gbfs import GBFSClassifier
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.criteria.group_testing import DEFAULT_N_TARGET_FEATURES
 from gbfs.data.synthetic.generators import PAPER_SHAPES, make_sparse_classification
+from runners.core.matched import Matched
 
 #: default_speedup_*: GT-GBM with the estimator's default parameters against A-GBM, per tree
 TARGETS = {"default_speedup_gisette": 5.0, "speedup_gisette": 10.0, "speedup_epsilon": 5.0, "auc_gap_pt": 0.5,
@@ -63,9 +64,7 @@ def _fit(Xtr, ytr, Xte, yte, **params) -> dict:
 def _lightgbm(Xtr, ytr, Xte, yte, n_trees, threads, coupled_penalty=None) -> dict:
     import lightgbm as lgb
 
-    params = dict(objective="binary", num_leaves=32, max_depth=5, min_data_in_leaf=20,
-                  learning_rate=0.1, max_bin=255, num_threads=threads, verbose=-1, deterministic=True,
-                  seed=0)
+    params = Matched(threads=threads).lightgbm()
     if coupled_penalty is not None:
         params.update(cegb_tradeoff=1.0, cegb_penalty_feature_coupled=[coupled_penalty] * Xtr.shape[1])
     ds = lgb.Dataset(Xtr, ytr, params={"max_bin": 255, "verbose": -1, "num_threads": threads},

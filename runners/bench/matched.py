@@ -1,4 +1,5 @@
-"""Matched settings: our booster and LightGBM set up alike, the one helper every benchmark uses.
+"""The benchmarks' defaults of the matched settings (:class:`runners.core.matched.Matched`), and the
+warm-up before timing.
 
 :func:`matched_params` and :func:`lgb_params` give both learners depth 5 / 32 leaves, 255 bins,
 learning rate 0.1, 20 rows per leaf, Newton gain and leaves and no penalty; :func:`warm_up`
@@ -11,21 +12,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from gbfs import GBFSClassifier
+from runners.core.matched import Matched
 
 
 def matched_params(n_trees: int, threads: int) -> dict:
-    """Our estimator's parameters that match :func:`lgb_params`."""
-    return dict(method="gbfs", mu=0.0, criterion="newton", leaf_estimate="newton", max_depth=5,
-                max_leaves=32, min_samples_leaf=20, min_child_weight=1e-3, reg_lambda=0.0,
-                learning_rate=0.1, n_estimators=n_trees, max_bins=255, n_threads=threads,
-                random_state=0)
+    """Our estimator's parameters that match :func:`lgb_params` (:class:`runners.core.matched.Matched`)."""
+    return Matched(n_estimators=n_trees, threads=threads).ours()
 
 
 def lgb_params(threads: int) -> dict:
-    return dict(objective="binary", num_leaves=32, max_depth=5, min_data_in_leaf=20,
-                min_sum_hessian_in_leaf=1e-3, lambda_l2=0.0, learning_rate=0.1, max_bin=255,
-                num_threads=threads, verbose=-1, deterministic=True, force_col_wise=False,
-                bagging_fraction=1.0, feature_fraction=1.0, seed=0)
+    """LightGBM's parameters that match :func:`matched_params`, all rows and columns in every tree."""
+    return Matched(threads=threads).lightgbm(force_col_wise=False, bagging_fraction=1.0,
+                                             feature_fraction=1.0)
 
 
 def warm_up(threads: int, sparse: bool = False) -> None:

@@ -36,6 +36,7 @@ from sklearn.model_selection import train_test_split
 
 from gbfs import GBFSClassifier
 from runners.bench.selection import data as bench_selection_data
+from runners.core.matched import Matched
 
 TARGETS = {"gap_pt": 0.5, "target_dataset": "isolet"}
 
@@ -56,10 +57,11 @@ def _ours(split, params: dict) -> dict:
 
 
 def _lgb_params(trees_params: dict, n_classes: int, threads: int) -> dict:
-    return {"objective": "multiclass", "num_class": n_classes, "num_leaves": trees_params["max_leaves"],
-            "min_data_in_leaf": trees_params["min_samples_leaf"], "min_sum_hessian_in_leaf": 1e-3,
-            "lambda_l2": 0.0, "learning_rate": trees_params["learning_rate"], "max_bin": 255, "verbose": -1,
-            "num_threads": threads, "deterministic": True, "seed": 0}
+    params = Matched(learning_rate=trees_params["learning_rate"], max_leaves=trees_params["max_leaves"],
+                     min_samples_leaf=trees_params["min_samples_leaf"], threads=threads).lightgbm(
+        "multiclass", num_class=n_classes)
+    del params["max_depth"]  # the multiclass comparison limits leaves only
+    return params
 
 
 def _lightgbm(split, trees: int, params: dict, columns=None) -> tuple[dict, np.ndarray]:

@@ -34,6 +34,7 @@ from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
 from gbfs.data import load_dataset
 from gbfs.data.reading import ranking_files
 from gbfs.estimators.ranker import GBFSRanker
+from runners.core.matched import Matched
 
 TARGETS = {"gap_pt": 0.5, "kept_share": 0.95, "feature_share": 0.20}
 
@@ -60,9 +61,8 @@ def _tuned(ds, params: dict, grid) -> dict:
 def _lightgbm(ds, trees: int, threads: int) -> dict:
     import lightgbm as lgb
 
-    params = {"objective": "lambdarank", "num_leaves": 31, "min_data_in_leaf": 20, "lambda_l2": 0.0,
-              "min_sum_hessian_in_leaf": 1e-3, "learning_rate": 0.1, "max_bin": 255, "verbose": -1,
-              "num_threads": threads, "deterministic": True, "seed": 0}
+    params = Matched(max_leaves=31, threads=threads).lightgbm("lambdarank")
+    del params["max_depth"]  # the ranking comparison limits leaves only
     t0 = time.perf_counter()
     booster = lgb.train(params, lgb.Dataset(ds.X_train, ds.y_train, group=ds.group_train), trees)
     seconds = time.perf_counter() - t0
