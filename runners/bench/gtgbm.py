@@ -31,7 +31,7 @@ from gbfs import GBFSClassifier
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.criteria.group_testing import DEFAULT_N_TARGET_FEATURES
 from gbfs.data.synthetic.generators import PAPER_SHAPES, make_sparse_classification
-from runners.core.matched import Matched
+from runners.bench.matched import Matched
 
 #: default_speedup_*: GT-GBM with the estimator's default parameters against A-GBM, per tree
 TARGETS = {"default_speedup_gisette": 5.0, "speedup_gisette": 10.0, "speedup_epsilon": 5.0, "auc_gap_pt": 0.5,

@@ -35,8 +35,8 @@ from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from gbfs import GBFSClassifier
+from runners.bench.matched import Matched
 from runners.bench.selection import data as bench_selection_data
-from runners.core.matched import Matched
 
 TARGETS = {"gap_pt": 0.5, "target_dataset": "isolet"}
 

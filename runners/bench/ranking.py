@@ -34,7 +34,7 @@ from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
 from gbfs.data import load_dataset
 from gbfs.data.reading import ranking_files
 from gbfs.estimators.ranker import GBFSRanker
-from runners.core.matched import Matched
+from runners.bench.matched import Matched
 
 TARGETS = {"gap_pt": 0.5, "kept_share": 0.95, "feature_share": 0.20}
 
