@@ -170,3 +170,25 @@ def test_no_module_writes_another_objects_private_state():
     writes = [f"{name}:{line} writes {what}" for name, path in MODULES.items() if name.startswith("gbfs")
               for line, what in _private_writes(ast.parse(path.read_text()))]
     assert not writes, "\n".join(writes)
+
+
+def _layout_entries() -> set[str]:
+    """The modules the README's Layout section lists, as paths (``gbfs/booster/tree.py``)."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
+    entries, folder = set(), None
+    for line in section.splitlines():
+        if line.startswith("* `") and line.split("`")[1].endswith("/"):
+            folder = line.split("`")[1]
+        elif line.startswith("  * `") and folder is not None:
+            entries.add(folder + line.split("`")[1])
+    return entries
+
+
+def test_the_readme_layout_lists_every_module():
+    modules = {p.relative_to(ROOT).as_posix() for p in MODULES.values()}
+    listed = _layout_entries()
+    # a package's __init__ is its folder's line, except at the top of gbfs/ and runners/
+    wanted = {m for m in modules if not m.endswith("/__init__.py") or m.count("/") == 1}
+    assert wanted <= listed, f"not in the README's Layout: {sorted(wanted - listed)}"
+    assert listed <= modules, f"listed but gone: {sorted(listed - modules)}"
