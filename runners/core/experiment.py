@@ -12,7 +12,7 @@ import math
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
@@ -224,7 +224,10 @@ def _as_is(args: dict, params: dict) -> dict:
 
 
 _GBFS = EstimatorKind(_gbfs, _as_is)
-#: ``method.estimator`` -> its kind; a new estimator is one entry here and a method yaml.
+#: a class named by ``method._target_`` alone: a binary task, the sampler's arguments as they are
+_EXTERNAL = EstimatorKind(_gbfs, _as_is, callbacks=False)
+#: ``method.estimator`` -> its kind.  A new baseline library needs no entry: its method yaml names
+#: its class with ``_target_`` (:func:`estimator_kind`).
 #: ``gbfs_path`` is the template ``GBFSClassifier`` of a selection path (``runners.core.path_run``);
 #: the multitask ones are in :mod:`runners.core.multitask_variants`; ``gbfs_ranker`` is ``GBFSRanker``.
 ESTIMATORS: dict[str, EstimatorKind] = {
@@ -241,12 +244,34 @@ ESTIMATORS: dict[str, EstimatorKind] = {
 
 
 def estimator_kind(method: DictConfig) -> EstimatorKind:
-    """The :class:`EstimatorKind` of ``method.estimator``; ``ValueError`` naming the known ones."""
+    """The :class:`EstimatorKind` of a method config.
+
+    ``_target_`` (a class's dotted path, as Hydra's ``instantiate`` reads it) names the estimator
+    class: a new baseline library is that class and one method yaml.  The class is built from
+    ``method.params`` with ``random_state`` and ``n_threads``; it fits a binary task with
+    ``fit(X, y, eval_set=(X_val, y_val))`` (``callbacks=`` too if it names a kind that takes them), predicts
+    ``predict_proba`` and has ``selected_features_``, ``history_`` (a list of per-iteration records,
+    may be empty) and ``timings_`` (a dict, may be empty); ``save_model(path)`` is optional.  Without
+    ``_target_``, ``method.estimator`` names a kind of :data:`ESTIMATORS`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``method._target_`` when it is no importable class, or ``method.estimator`` when
+        it is no known kind.
+    """
+    target = method.get("_target_")
+    if target is not None:
+        try:
+            cls = hydra.utils.get_class(str(target))
+        except Exception as e:   # Hydra raises ImportError, ValueError or its own errors
+            raise ValueError(f"method._target_: {target!r} is no importable class ({e})") from None
+        return replace(ESTIMATORS.get(method.get("estimator"), _EXTERNAL), build=cls)
     try:
         return ESTIMATORS[method.estimator]
     except KeyError:
-        raise ValueError(f"method.estimator must be one of {sorted(ESTIMATORS)}, got "
-                         f"{method.estimator!r}") from None
+        raise ValueError(f"method.estimator must be one of {sorted(ESTIMATORS)} (or name the class "
+                         f"with method._target_), got {method.estimator!r}") from None
 
 
 #: ``EstimatorKind.task`` -> how its models are fitted, scored and tuned
@@ -303,7 +328,7 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
         return Outcome(est, **multitask_eval.evaluate(est, ds, time.perf_counter() - t0, evaluate_test,
                                                        label=cfg.method.name))
     task = TASKS[kind.task]
-    task.fit(est, ds, callbacks)
+    task.fit(est, ds, callbacks if kind.callbacks else ())
     return evaluate(est, ds, time.perf_counter() - t0, evaluate_test, task)
 
 

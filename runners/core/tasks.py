@@ -60,7 +60,8 @@ def named(record: Mapping[str, float]) -> dict[str, float]:
 
 
 def _fit_binary(est, ds: Dataset, callbacks: Sequence) -> None:
-    est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), callbacks=list(callbacks))
+    extra = {"callbacks": list(callbacks)} if callbacks else {}   # an estimator may take none
+    est.fit(ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), **extra)
 
 
 def _positive_proba(est, X: np.ndarray) -> np.ndarray:

@@ -1,0 +1,59 @@
+"""A new baseline library is one class and one method yaml: ``_target_`` names the class, and
+``python -m runners.run`` fits, scores and logs it like any method (a real MLflow store)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pytest
+from harness_utils import TINY
+from mlflow.tracking import MlflowClient
+from omegaconf import OmegaConf
+
+from runners.core import experiment
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+METHOD = """\
+# scikit-learn's L1-penalised logistic regression, brought in by its class alone
+name: l1_toy
+estimator: l1_toy
+_target_: toy_baseline.L1Logistic
+counts_for_topk: false
+params:
+  C: 0.05
+search_space:
+  C: {type: float, low: 0.001, high: 1.0, log: true}
+"""
+
+
+def test_a_class_and_a_yaml_run_as_a_method(tmp_path):
+    extra = tmp_path / "conf"
+    (extra / "method").mkdir(parents=True)
+    (extra / "method" / "l1_toy.yaml").write_text(METHOD)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO)])}
+    proc = subprocess.run([sys.executable, "-m", "runners.run", f"paths.root_dir={tmp_path}", *TINY[:3],
+                           f"hydra.searchpath=[file://{extra}]", "method=l1_toy"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "| l1_toy | gisette_like |" in proc.stdout
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = MlflowClient().search_runs([e.experiment_id for e in MlflowClient().search_experiments()])
+    (run,) = [r for r in runs if r.data.tags.get("method") == "l1_toy"]
+    assert run.info.status == "FINISHED"
+    assert 0.5 < run.data.metrics["test_auc"] <= 1.0
+    assert 0 < run.data.metrics["n_selected_features"] < 100   # the L1 penalty dropped columns
+    assert run.data.params["method.params.C"] == "0.05"
+
+
+def test_a_target_that_is_no_class_is_named():
+    method = OmegaConf.create({"name": "x", "estimator": "x", "_target_": "toy_baseline.NoSuchClass",
+                               "params": {}})
+    with pytest.raises(ValueError, match=r"method\._target_: 'toy_baseline.NoSuchClass'"):
+        experiment.estimator_kind(method)
+    with pytest.raises(ValueError, match=r"method.estimator must be one of .* got 'x'"):
+        experiment.estimator_kind(OmegaConf.create({"name": "x", "estimator": "x", "params": {}}))
