@@ -48,7 +48,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from runners import run as single_run
 from runners import tune as tuning
-from runners.core import checks, summaries
+from runners.core import summaries
 from runners.paper import reproduce_lock, reproduce_mvs, reproduce_ranking, sampling_report
 from runners.paper import tables as paper_tables
 from runners.paper.reproduce_plan import (
@@ -63,6 +63,7 @@ from runners.paper.reproduce_plan import (
     topk_k,
 )
 from runners.tracking import runs as tracking
+from runners.tuning import checks as tuning_checks
 
 log = logging.getLogger(__name__)
 
@@ -304,12 +305,12 @@ def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
     ------
     ValueError
         On a bad ``reproduce`` setting or one its units share
-        (:func:`runners.core.checks.check_reproduction`), before any run is created.
+        (:func:`runners.tuning.checks.check_reproduction`), before any run is created.
     RuntimeError
         When the same reproduction already runs in another process (:mod:`runners.paper.reproduce_lock`),
         before any run is created.
     """
-    checks.check_reproduction(cfg)   # the settings its units share, naming the key
+    tuning_checks.check_reproduction(cfg)   # the settings its units share, naming the key
     scale = scale_of(cfg)
     tasks = {name: dataset_task(compose, name, settings) for name, settings in datasets_of(cfg).items()}
     rows = rows_by_task(cfg, tasks)

@@ -41,10 +41,11 @@ from optuna.trial import FrozenTrial, TrialState
 from tqdm.auto import tqdm
 
 from gbfs.data import Dataset
-from runners.core import budget, checks, experiment, stability
+from runners.core import budget, experiment, stability
 from runners.core.summaries import format_table, in_multirun, run_tags, ui_hint
 from runners.tracking import mlflow_native, stores
 from runners.tracking import runs as tracking
+from runners.tuning import checks as tuning_checks
 from runners.tuning import study as studies
 from runners.tuning.objective import feasible
 from runners.tuning.study import ERROR, load_study, n_done, open_storage
@@ -325,7 +326,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
     Raises
     ------
     ValueError
-        On bad settings (:func:`runners.core.checks.check_tuning`: search space, objective, budget,
+        On bad settings (:func:`runners.tuning.checks.check_tuning`: search space, objective, budget,
         hard budget, pruner, ``n_trials``, ``timeout``, study name, storage, tracking, the
         dataset's and the method's task), before any trial or run is created; when
         ``tracking.parent_run_id`` is no run of the experiment.
@@ -335,7 +336,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
         If no trial of the study completed (with the first failure's error and how to go on), or
         none within the budget in ``budget_mode: constraint``.
     """
-    checks.check_tuning(cfg)   # every setting fails now, naming its key, not in every trial
+    tuning_checks.check_tuning(cfg)   # every setting fails now, naming its key, not in every trial
     cfg = budget.with_hard_budget(cfg)
     exp_id = tracking.configure(cfg.tracking)
     mlflow_native.configure_ui(exp_id)

@@ -80,7 +80,7 @@ def open_storage(url: str, timeout: int | None = stores.DEFAULT_TIMEOUT) -> optu
         raise stores.unreachable(url, "tune.storage", timeout, "tune.storage_timeout", err) from err
 
 
-def _pruner(tune: DictConfig) -> optuna.pruners.BasePruner:
+def pruner(tune: DictConfig) -> optuna.pruners.BasePruner:
     if tune.pruner is None:
         return optuna.pruners.NopPruner()
     if tune.pruner == "median":
@@ -104,7 +104,7 @@ def load_study(tune: DictConfig, storage: optuna.storages.RDBStorage | None = No
                             load_if_exists=True)   # (a parallel worker may create it first)
     seed = None if tune.sampler_seed is None else int(tune.sampler_seed) + invocation - 1
     return optuna.load_study(study_name=tune.study_name, storage=storage, sampler=_sampler(tune, seed),
-                             pruner=_pruner(tune))
+                             pruner=pruner(tune))
 
 
 def _sampler(tune: DictConfig, seed: int | None) -> optuna.samplers.TPESampler:
