@@ -13,7 +13,7 @@ of its method config.  ``max_features`` bounds every variant's features over all
 (:mod:`runners.core.multitask_variants`): the comparison is at equal total feature budgets.
 
 Then the test AUPRC and AUC of each variant per task and their Total are drawn as grouped bars
-(:func:`runners.paper.multitask_figure.task_bars`) and written with a summary to ``compare.out_dir``
+(:func:`runners.tracking.multitask_figure.task_bars`) and written with a summary to ``compare.out_dir``
 (``results/multitask/``): ``<name>_auprc.png``, ``<name>_auc.png`` (and their CSVs), ``<name>.md``
 (the table, the settings, each variant against the best baseline) and ``<name>.json``.  The same
 files are the artifacts of one MLflow run (tag ``role=comparison``; metrics ``<variant>.test_auprc``,
@@ -36,8 +36,8 @@ from omegaconf import DictConfig
 from runners import run
 from runners.core import budget, experiment
 from runners.core.multitask_eval import task_names
-from runners.paper.multitask_figure import task_bars
 from runners.tracking import runs as tracking
+from runners.tracking.multitask_figure import task_bars
 
 #: the figures: (metric key, label)
 METRICS = (("auprc", "AUPRC"), ("auc", "AUC"))

@@ -64,7 +64,7 @@ def tune_argv(root: Path, overrides: list[str]) -> list[str]:
 def init_stores(cfg) -> None:
     """Create the MLflow store, its experiment and the Optuna storage of ``cfg`` as the multirun
     callbacks do before parallel jobs start (parallel first users race for a fresh schema)."""
-    from runners.tracking.hydra_callbacks import InitMLflowStore, InitOptunaStorage
+    from runners.tuning.hydra_callbacks import InitMLflowStore, InitOptunaStorage
 
     InitMLflowStore().on_multirun_start(cfg)
     InitOptunaStorage().on_multirun_start(cfg)

@@ -19,7 +19,7 @@ on Isolet made multitask (one-vs-rest tasks, below):
    :data:`TASK_SHARES`.  Ties go to fewer features.  This is repeated for seeds 0, 1, 2 (data and
    splits; one Isolet test split holds only 12 positives per task, so one seed decides little), and
    the chosen fits' test AUPRC and AUC per task and their task-size-weighted Total, averaged over
-   the seeds, are drawn with :func:`runners.paper.multitask_figure.task_bars` to
+   the seeds, are drawn with :func:`runners.tracking.multitask_figure.task_bars` to
    ``<out>/bench_<data>_{auprc,auc}.png/.csv``; the verdicts read these means.
 
 Targets (printed MET / NOT MET, never asserted):
@@ -263,7 +263,7 @@ def _mean(recs: list[dict]) -> dict:
 
 def compare(datas: list[MTData], budget: int | None, select: str, cfg: dict, threads: int, out: Path) -> dict:
     """:func:`choose` on each seed's split; the chosen fits' test scores averaged, drawn as bars."""
-    from runners.paper.multitask_figure import task_bars
+    from runners.tracking.multitask_figure import task_bars
 
     per_seed = [choose(d, budget, select, cfg, threads) for d in datas]
     mean = {v: _mean([r["chosen"][v] for r in per_seed]) for v in VARIANTS}

@@ -34,9 +34,9 @@ from runners.core.sampler_config import (  # noqa: F401 (runners and tests impor
     sampler_space,
     search_space,
 )
-from runners.paper.figures import correlation_heatmap
 from runners.tracking import mlflow_native
 from runners.tracking import runs as tracking
+from runners.tracking.figures import correlation_heatmap
 
 
 @dataclass

@@ -19,7 +19,7 @@ and add the per-task values:
 
 :func:`log_tasks` adds the artifacts ``selected_features_per_task.json``, ``tasks.json`` and the
 Figure 4/5 analogue of the run, ``tasks_auprc.png`` / ``tasks_auc.png`` (with their CSVs): the
-test metric per task and Total (:func:`runners.paper.multitask_figure.task_bars`).
+test metric per task and Total (:func:`runners.tracking.multitask_figure.task_bars`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from omegaconf import DictConfig
 
 from gbfs.booster.losses.metrics import average_precision, log_loss, rmse, roc_auc, task_weighted
 from gbfs.data import Dataset
-from runners.paper.multitask_figure import task_bars
 from runners.tracking import runs as tracking
+from runners.tracking.multitask_figure import task_bars
 
 SPLITS = ("val", "test")
 #: per-task scores, by name: ``f(y, probability)``

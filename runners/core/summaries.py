@@ -33,7 +33,7 @@ def run_tags(cfg: DictConfig) -> dict[str, str]:
         hc = HydraConfig.get()
         if hc.mode is not None and hc.mode.name == "MULTIRUN":
             tags["sweep_dir"] = str(hc.sweep.dir)
-            # this job's choices, for the sweep's table (runners.tracking.hydra_callbacks.run_value)
+            # this job's choices, for the sweep's table (runners.tuning.hydra_callbacks.run_value)
             tags["sweep_overrides"] = json.dumps(list(hc.overrides.task))[:5000]
     return tags
 

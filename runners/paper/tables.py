@@ -9,7 +9,7 @@ recomputed from a model in memory.  Numbers are next to the paper's (``results/r
   fit seconds; the MLflow run of every seed;
 * ``table5.md`` -- the tuned mu, shrinkage and alpha against the paper's Appendix C;
 * ``table6.md`` -- GBDT-Full (Appendix D);
-* ``figure2.png``, ``figure3.png`` (:mod:`runners.paper.figures`) and ``README.md`` with the paper's
+* ``figure2.png``, ``figure3.png`` (:mod:`runners.tracking.figures`) and ``README.md`` with the paper's
   claims checked one by one (:mod:`runners.paper.claims`).
 """
 
@@ -31,7 +31,7 @@ from omegaconf import DictConfig
 from gbfs import load_model
 from runners.core import experiment
 from runners.paper import claims as paper_claims
-from runners.paper import figures
+from runners.tracking import figures
 
 REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
 #: the metrics of a row's final runs read back for the tables

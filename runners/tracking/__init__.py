@@ -1,3 +1,4 @@
 """Everything MLflow: the store and its runs' life cycle, the MLflow model, the UI's views, the
-Hydra callbacks that log a sweep, and the servers the harness starts on 127.0.0.1.
+figures a run logs (and the papers' figures drawn from runs), and the servers the harness starts on
+127.0.0.1.
 """

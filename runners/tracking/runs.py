@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 CURVES = ("val_auc", "val_rmse", "root_variance", "elapsed_seconds")
 # MLflow's batch limits: 1000 metrics, 100 params per call; 6000 characters per param value
 _MAX_METRICS, _MAX_PARAMS, _MAX_VALUE = 1000, 100, 6000
+#: runs that are not a fitted model of their own (their ``role`` tag): a tuning study and its trials
+#: (the study's refit is one), a selection path's parent (its nested runs, one per budget, are)
+NOT_A_RESULT = {"study", "trial", "path"}
 
 
 def artifact_uri(location: str | None) -> str | None:

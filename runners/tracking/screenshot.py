@@ -31,8 +31,8 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from runners.tracking import mlflow_native
-from runners.tracking.hydra_callbacks import NOT_A_RESULT
 from runners.tracking.local_server import answers, free_port
+from runners.tracking.runs import NOT_A_RESULT
 
 #: seconds to wait for ``mlflow server`` to answer ``/health`` (it migrates a fresh store first)
 START_BOUND = 180.0

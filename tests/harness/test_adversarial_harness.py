@@ -266,7 +266,7 @@ def test_an_unreachable_tracking_server_fails_within_the_default_30_s(tmp_path, 
 
 
 def test_a_multirun_on_a_silent_tracking_server_stops_before_its_jobs(tmp_path, blackhole):
-    from runners.tracking.hydra_callbacks import InitMLflowStore
+    from runners.tuning.hydra_callbacks import InitMLflowStore
 
     uri = f"http://127.0.0.1:{blackhole}"
     cfg = tiny(tmp_path, ["tracking=remote", f"tracking.uri={uri}", f"tracking.timeout={TIMEOUT}"])
@@ -295,7 +295,7 @@ def test_a_silent_postgresql_optuna_storage_fails_within_the_default_30_s(tmp_pa
 
 
 def test_a_multirun_on_a_silent_optuna_storage_stops_before_its_jobs(tmp_path, blackhole):
-    from runners.tracking.hydra_callbacks import InitOptunaStorage
+    from runners.tuning.hydra_callbacks import InitOptunaStorage
 
     url = f"postgresql+psycopg2://optuna@127.0.0.1:{blackhole}/optuna"
     cfg = tiny(tmp_path, [f"tune.storage='{url}'", f"tune.storage_timeout={TIMEOUT}"], tune=True)

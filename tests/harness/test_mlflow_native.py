@@ -23,7 +23,7 @@ from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from runners import run as run_module
 from runners.core import experiment, summaries
 from runners.tracking import mlflow_model, mlflow_native
-from runners.tracking.hydra_callbacks import PrintComparison, dataset_of, run_value
+from runners.tuning.hydra_callbacks import PrintComparison, dataset_of, run_value
 
 REPO = Path(__file__).resolve().parents[2]
 METHODS = {"agbm": [], "lgbm_cegb": ["n_threads=1"], "gbdt_topk": ["n_threads=1", "method.params.k=4"]}

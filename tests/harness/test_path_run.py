@@ -1,5 +1,5 @@
 """The selection path as a method (runners.core.path_run) and the sweep summary of
-runners.tracking.hydra_callbacks,
+runners.tuning.hydra_callbacks,
 against a real MLflow SQLite store in a temporary folder."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gbfs import load_model
 from runners import run as run_module
 from runners.core import experiment, summaries
 from runners.tracking import runs as tracking
-from runners.tracking.hydra_callbacks import PrintComparison
+from runners.tuning.hydra_callbacks import PrintComparison
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 # two budgets and a short search keep the path at a few seconds on the TINY data

@@ -210,7 +210,7 @@ def test_optuna_storage_is_created_before_parallel_jobs(tmp_path):
 
     from harness_utils import open_optuna_storage
 
-    from runners.tracking.hydra_callbacks import InitOptunaStorage
+    from runners.tuning.hydra_callbacks import InitOptunaStorage
 
     ctx = multiprocessing.get_context("spawn")
     for rep in range(3):
@@ -273,7 +273,7 @@ def test_a_bad_tracking_uri_names_the_key_before_any_run(tmp_path, uri, problem)
         run_module.run(cfg)
     assert mlflow.active_run() is None and not list(tmp_path.iterdir())   # no store, no run
     # a multirun stops before its jobs (Hydra would turn a ValueError of a callback into a warning)
-    from runners.tracking.hydra_callbacks import InitMLflowStore
+    from runners.tuning.hydra_callbacks import InitMLflowStore
 
     with pytest.raises(SystemExit, match="tracking.uri"):
         InitMLflowStore().on_multirun_start(cfg)
@@ -321,13 +321,13 @@ def test_slurm_launcher_composes_with_the_plugins_settings_and_ours(tmp_path):
     assert launcher._target_ == "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"
     assert launcher.partition == "cpu" and launcher.timeout_min == 240       # ours over the plugin's
     assert launcher.signal_delay_s == 120 and "submitit_folder" in launcher   # the plugin's own settings
-    from runners.tracking.hydra_callbacks import check_launcher
+    from runners.tuning.hydra_callbacks import check_launcher
 
     check_launcher(launcher)                           # installed here (the test extra): no error
 
 
 def test_a_missing_launcher_plugin_names_the_extra(tmp_path, monkeypatch):
-    from runners.tracking.hydra_callbacks import CheckLauncher
+    from runners.tuning.hydra_callbacks import CheckLauncher
 
     cfg = compose_cfg(tmp_path, ["hydra/launcher=slurm"], hydra_cfg=True)
     monkeypatch.setitem(sys.modules, "hydra_plugins.hydra_submitit_launcher.submitit_launcher", None)

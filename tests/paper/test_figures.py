@@ -1,4 +1,4 @@
-"""The figures of :mod:`runners.paper.figures` (GT-GBM paper, Figures 2 and 3) and their correlations."""
+"""The figures of :mod:`runners.tracking.figures` (GT-GBM paper, Figures 2 and 3) and their correlations."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from runners.core import experiment
-from runners.paper import figures
+from runners.tracking import figures
 
 pytestmark = pytest.mark.filterwarnings("error")    # no RuntimeWarning may leak
 

@@ -82,7 +82,7 @@ class InitOptunaStorage(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.get("tune") is not None and config.tune.get("enabled"):
             from runners.tracking import stores
-            from runners.tune import open_storage
+            from runners.tuning.study import open_storage
 
             try:   # a bad URL, driver or SQLite file, or a server that does not answer in time
                 stores.check_sqlalchemy_url(config.tune.get("storage"), "tune.storage")
@@ -91,9 +91,6 @@ class InitOptunaStorage(Callback):
                 raise SystemExit(str(err)) from err
 
 
-#: runs that are not a fitted model of their own: a tuning study and its trials (the study's refit
-#: is one), a selection path's parent (its nested runs, one per budget, are)
-NOT_A_RESULT = {"study", "trial", "path"}
 #: tags every run has, checked for a column even when the sweep does not name them
 ALWAYS_CHECKED = ("sampler", "seed")
 
@@ -166,7 +163,7 @@ class PrintComparison(Callback):
         sweep = str(config.hydra.sweep.dir).replace("'", "\\'")
         found = client.search_runs([exp.experiment_id], filter_string=f"tags.sweep_dir = '{sweep}'",
                                    order_by=["attributes.start_time ASC"], max_results=5000)
-        runs = [r for r in found if r.data.tags.get("role") not in NOT_A_RESULT]
+        runs = [r for r in found if r.data.tags.get("role") not in tracking.NOT_A_RESULT]
         columns = varying_columns(runs, [*ALWAYS_CHECKED, *swept_keys(config)],
                                   shown={"method", "dataset", "budget"})
         rows = [{**r.data.metrics, **{k: run_value(r, k) for k in columns},
