@@ -15,13 +15,19 @@ from omegaconf import DictConfig, OmegaConf
 from gbfs.sampling import samplers as sampling
 
 #: the estimator arguments of row sampling (``GBFSClassifier``); ``conf/sampler/*.yaml`` params
-SAMPLER_ARGS = ("sampler", "subsample", "top_rate", "other_rate", "mvs_lambda", "goss_style")
-#: the arguments each sampler uses and their defaults, from gbfs.sampling.samplers (the others must
-#: stay None); goss_style is GOSS's too (default None here: LightGBM's own GOSS is its style)
-_SAMPLER_USES = {kind: {arg: sampling.DEFAULTS[arg] for arg, users in sampling.USED_BY.items()
-                        if kind in users} for kind in sampling.SAMPLERS}
-_SAMPLER_USES["goss"]["goss_style"] = None
+SAMPLER_ARGS = ("sampler", *sampling.ARGUMENTS)
 NO_MVS = "LightGBM has no MVS (its MVS pull request was never merged); use a gbfs method"
+
+
+def _sampler_uses() -> dict[str, dict]:
+    """The arguments each registered sampler uses, with their defaults (the others must stay None),
+    read from the registry at every call: a sampler registered after this module was imported is one
+    too.  ``goss_style`` is GOSS's with default None here (LightGBM's own GOSS is its style)."""
+    uses = {kind: {arg: sampling.DEFAULTS[arg] for arg, users in sampling.USED_BY.items() if kind in users}
+            for kind in sampling.SAMPLERS}
+    if "goss" in uses:
+        uses["goss"]["goss_style"] = None
+    return uses
 
 
 def sampler_space(sampler: DictConfig | None) -> dict:
@@ -53,7 +59,7 @@ def search_space(method: DictConfig, sampler: DictConfig | None = None) -> dict:
 
 
 def _check_unused(kind: str | None, args: Mapping) -> None:
-    uses = _SAMPLER_USES.get(kind, {})
+    uses = _sampler_uses().get(kind, {})
     unused = sorted(k for k, v in args.items() if k != "sampler" and k not in uses and v is not None)
     if unused:
         raise ValueError(f"sampler={kind!r} does not use {unused} (they must be None)")
@@ -70,26 +76,40 @@ def lightgbm_sampling(args: Mapping, lgb_params: Mapping | None = None) -> dict:
     kind = args.get("sampler")
     if kind in ("mvs", "mvs_adaptive"):
         raise ValueError(NO_MVS)
-    if kind is not None and kind not in _SAMPLER_USES:
-        raise ValueError(f"sampler must be one of {sorted(_SAMPLER_USES)} or None, got {kind!r}")
+    known = _sampler_uses()
+    if kind is not None and kind not in known:
+        raise ValueError(f"sampler must be one of {sorted(known)} or None, got {kind!r}")
     _check_unused(kind, args)
     if kind is None:
         return {}
-    use = {**_SAMPLER_USES[kind], **{k: v for k, v in args.items() if v is not None}}
-    if kind == "sgb":
-        new = {"bagging_fraction": float(use["subsample"]), "bagging_freq": 1}
-    else:
-        if use["goss_style"] not in (None, "lightgbm"):
-            raise ValueError(f"goss_style={use['goss_style']!r}: LightGBM's GOSS ranks rows by |g h| and "
-                             f"does not sample the first 1/learning_rate trees; set goss_style='lightgbm' "
-                             f"(or leave it unset) on a LightGBM method")
-        new = {"data_sample_strategy": "goss", "top_rate": float(use["top_rate"]),
-               "other_rate": float(use["other_rate"])}
+    if kind not in LIGHTGBM_SAMPLERS:
+        raise ValueError(f"sampler={kind!r} has no LightGBM equivalent (LightGBM samples rows as "
+                         f"{sorted(LIGHTGBM_SAMPLERS)}); use a gbfs method")
+    use = {**known[kind], **{k: v for k, v in args.items() if v is not None}}
+    new = LIGHTGBM_SAMPLERS[kind](use)
     extra = dict(lgb_params or {})
     clash = sorted(k for k in extra if _lgb_canonical(k) in new)
     if clash:
         raise ValueError(f"lgb_params {clash} clash with sampler={kind!r}'s {sorted(new)}")
     return {"lgb_params": {**extra, **new}}
+
+
+def _lgb_bagging(use: Mapping) -> dict:
+    return {"bagging_fraction": float(use["subsample"]), "bagging_freq": 1}
+
+
+def _lgb_goss(use: Mapping) -> dict:
+    if use["goss_style"] not in (None, "lightgbm"):
+        raise ValueError(f"goss_style={use['goss_style']!r}: LightGBM's GOSS ranks rows by |g h| and "
+                         f"does not sample the first 1/learning_rate trees; set goss_style='lightgbm' "
+                         f"(or leave it unset) on a LightGBM method")
+    return {"data_sample_strategy": "goss", "top_rate": float(use["top_rate"]),
+            "other_rate": float(use["other_rate"])}
+
+
+#: our samplers LightGBM has, and its parameters for their arguments (every other registered sampler
+#: is refused on a LightGBM method, naming it)
+LIGHTGBM_SAMPLERS = {"sgb": _lgb_bagging, "goss": _lgb_goss}
 
 
 def _lgb_canonical(key: str) -> str:

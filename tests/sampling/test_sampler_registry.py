@@ -115,3 +115,15 @@ def test_register_refuses_what_the_estimator_cannot_configure(systematic):
     with pytest.raises(TypeError, match="sample_rate"):
         register("unknown")(Unknown)
     assert list(SAMPLERS) == ["sgb", "goss", "mvs", "mvs_adaptive", NAME]
+
+
+def test_a_registered_sampler_without_a_lightgbm_equivalent_is_refused_on_lightgbm(systematic):
+    """The harness maps only the samplers LightGBM has (bagging, GOSS); a newly registered one is
+    refused on a LightGBM method, naming it, and never taken for one of them."""
+    from runners.core.sampler_config import LIGHTGBM_SAMPLERS, lightgbm_sampling
+
+    assert NAME not in LIGHTGBM_SAMPLERS
+    with pytest.raises(ValueError, match=r"sampler='systematic' has no LightGBM equivalent"):
+        lightgbm_sampling({"sampler": NAME, "subsample": 0.5})
+    assert lightgbm_sampling({"sampler": "sgb", "subsample": 0.5}) == {
+        "lgb_params": {"bagging_fraction": 0.5, "bagging_freq": 1}}
