@@ -79,6 +79,19 @@ def check_selection(est, d: int, evals: list, callbacks: list):
     return costs, bags, callbacks
 
 
+def fit_seed(est) -> int:
+    """The fit's seed, drawn from ``random_state``: every random stream of a fit derives from it."""
+    return check_random_state(est.random_state).randint(np.iinfo(np.int32).max)
+
+
+def bin_train(est, X, seed: int) -> tuple[BinMapper, np.ndarray]:
+    """The bin mapper fitted on the training rows ``X`` (with the estimator's binning parameters) and
+    ``X`` binned."""
+    bin_mapper = BinMapper(est.max_bins, est.bin_subsample, np.random.default_rng(seed),
+                           est._categorical_mask(X.shape[1]), est.min_data_in_bin).fit(X)
+    return bin_mapper, bin_mapper.transform(X)
+
+
 def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
     """Validate the inputs, bin them and run GT-GBM's precompute: everything a fit needs that
     does not depend on ``mu``, ``max_features`` or ``refit`` (a selection path shares it)."""
@@ -87,12 +100,10 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
     d = X.shape[1]
     costs, bags, callbacks = check_selection(est, d, evals, callbacks)
     pl = est._group_test_plan(*X.shape) if params.method.group_tests else None
-    seed = check_random_state(est.random_state).randint(np.iinfo(np.int32).max)
+    seed = fit_seed(est)
     with numba_threads(est.n_threads):
         t0 = time.perf_counter()
-        bin_mapper = BinMapper(est.max_bins, est.bin_subsample, np.random.default_rng(seed),
-                               est._categorical_mask(d), est.min_data_in_bin).fit(X)
-        X_binned = bin_mapper.transform(X)
+        bin_mapper, X_binned = bin_train(est, X, seed)
         named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv, *extra)
                  for k, (Xv, yv, *extra) in enumerate(evals)]
         t1 = time.perf_counter()

@@ -17,11 +17,9 @@ import time
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .. import validation as V
-from ..booster.binning import BinMapper
 from ..booster.losses.loss import LOSSES
 from ..booster.rounds import BoostingResult
 from ..booster.tree import PackedEnsemble
@@ -144,12 +142,10 @@ class _MultitaskBase(BaseGBFS):
         rows = [np.flatnonzero(task_idx == t) for t in range(self.tasks_.shape[0])]
         method = params.method
         plans = [self._group_test_plan(r.shape[0], d) if method.group_tests else None for r in rows]
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        seed = fitting.fit_seed(self)
         with numba_threads(self.n_threads):
             t0 = time.perf_counter()
-            bin_mapper = BinMapper(self.max_bins, self.bin_subsample, np.random.default_rng(seed),
-                                   self._categorical_mask(d), self.min_data_in_bin).fit(X)
-            X_binned = bin_mapper.transform(X)
+            bin_mapper, X_binned = fitting.bin_train(self, X, seed)
             tasks = self._task_data(X_binned, y, rows, evals, bin_mapper, params, plans, seed)
             t1 = time.perf_counter()
             usage = MultitaskUsage(d, len(rows), float(self.mu), float(self.mu_task), costs, bags,
