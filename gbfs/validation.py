@@ -19,8 +19,6 @@ from sklearn.utils.validation import column_or_1d
 from .booster.kernels._types import MAX_TARGET_SCALE
 
 GROUP_TEST_SCOPES = ("node", "tree")
-CRITERIA = ("sse", "newton")
-LEAF_ESTIMATES = ("mean", "newton")
 
 
 def _is_int(v) -> bool:

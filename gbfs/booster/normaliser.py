@@ -73,7 +73,7 @@ def tree_normaliser(params, sse: float, g_sum: float, w_sum: float, newton_sums)
     for the Newton criterion (an O(n) pass the first-order mode does not need).
     """
     lam = params.growth.reg_lambda
-    if params.criterion == "sse":
+    if not params.criterion.hessian_weighted:
         n = sse if lam == 0.0 else gain_normaliser(g_sum, w_sum, sse + g_sum * g_sum / w_sum, lam)
     else:
         g2h, h_sum = newton_sums()

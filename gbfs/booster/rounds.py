@@ -27,6 +27,29 @@ from .tree import PackedEnsemble, Tree
 from .usage import GainScale, Usage
 
 
+@dataclass(frozen=True)
+class Criterion:
+    """How a split's gain weighs the rows: ``sse`` is the papers' first-order gain (GT-GBM paper,
+    Eq. 1: every row weighs 1), ``newton`` the hessian-weighted gain LightGBM uses."""
+
+    name: str
+    hessian_weighted: bool
+
+
+@dataclass(frozen=True)
+class LeafEstimate:
+    """A leaf's value: ``mean`` the mean residual (the papers' least-squares fit), ``newton``
+    ``sum r / (sum h + lambda)``."""
+
+    name: str
+    newton: bool
+
+
+#: the criteria and leaf estimates by name (the estimators' ``criterion`` and ``leaf_estimate``)
+CRITERIA = {c.name: c for c in (Criterion("sse", False), Criterion("newton", True))}
+LEAF_ESTIMATES = {e.name: e for e in (LeafEstimate("mean", False), LeafEstimate("newton", True))}
+
+
 @dataclass
 class BoostingParams:
     loss: str = "logistic"
@@ -35,8 +58,8 @@ class BoostingParams:
     method: GainScale | None = None
     n_estimators: int = 100
     learning_rate: float = 0.1
-    criterion: str = "sse"  # "sse": Eq. 1 of the papers; "newton": hessian-weighted gain
-    leaf_estimate: str = "mean"  # "mean": mean residual; "newton": sum r / (sum h + lambda)
+    criterion: Criterion = CRITERIA["sse"]
+    leaf_estimate: LeafEstimate = LEAF_ESTIMATES["mean"]
     growth: GrowthParams = field(default_factory=GrowthParams)
     group_test_scope: str = "tree"  # GT-GBM only: "tree" (once per tree) or "node" (Algorithm 2)
     group_test_rows: int | None = None  # GT-GBM only: row sample size of a group test

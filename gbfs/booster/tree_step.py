@@ -84,16 +84,16 @@ class TreeStep:
         if sampled is None:      # all rows with weight 1
             n = r.shape[0]
             tree_rows, rw = self._rows, r
-            hw = self._ones if params.criterion == "sse" else h
-            unit_h = params.criterion == "sse"
-            den = self._ones if params.leaf_estimate == "mean" else h
+            hw = h if params.criterion.hessian_weighted else self._ones
+            unit_h = not params.criterion.hessian_weighted
+            den = h if params.leaf_estimate.newton else self._ones
             w_sum = float(n)
             sse = root_sse(rw, w_sum, dot(r, r))
             norm = tree_normaliser(params, sse, total(r), w_sum,
                                    lambda: (sum_g2_over_h(r, h, HESSIAN_FLOOR), total(h)))
         else:                    # a row sampler's rows and weights (gbfs.sampling.samplers)
             # the sampler sees the hessians the split criterion uses (unit ones for "sse")
-            tree_rows, weights = params.sampler.sample(r, h if params.criterion == "newton" else None,
+            tree_rows, weights = params.sampler.sample(r, h if params.criterion.hessian_weighted else None,
                                                        it, self.sample_rng)
             rw, hw, den, sse, w_sum = sampled.fill(tree_rows, weights, r, h, params)
             wr = rw[:tree_rows.shape[0]] if sampled.compacted else rw[tree_rows]
@@ -197,8 +197,8 @@ class _SampleBuffers:
         r_s = r[rows]
         wr = w * r_s
         wh = w * h[rows]
-        hw = w if params.criterion == "sse" else wh
-        den = w if params.leaf_estimate == "mean" else wh
+        hw = wh if params.criterion.hessian_weighted else w
+        den = wh if params.leaf_estimate.newton else w
         w_sum = total(w)
         sse = dot(wr, r_s) - total(wr) ** 2 / w_sum if w_sum > 0 else 0.0
         self.compacted = self.compact and rows.shape[0] <= COMPACT_MAX_FRACTION * self.n
@@ -239,9 +239,9 @@ def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:
     num = np.empty(k)
     den = np.empty(k)
     _leaf_sums(grown.partition, grown.leaf_starts, grown.leaf_ends, rw, den_channel, num, den)
-    lam = params.growth.reg_lambda if params.leaf_estimate == "newton" else 0.0
+    lam = params.growth.reg_lambda if params.leaf_estimate.newton else 0.0
     den = den + lam
-    if params.leaf_estimate == "newton" and grown.builder.cat_left:
+    if params.leaf_estimate.newton and grown.builder.cat_left:
         # a categorical split's children also carry its cat_l2 (LightGBM's leaf outputs do)
         cols = grown.builder.cols
         children = [c for node in grown.builder.cat_left for c in (cols["left"][node], cols["right"][node])]

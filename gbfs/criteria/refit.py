@@ -22,7 +22,7 @@ import dataclasses
 import numpy as np
 
 from ..booster.boosting import boost
-from ..booster.rounds import BoostingParams, BoostingResult
+from ..booster.rounds import CRITERIA, LEAF_ESTIMATES, BoostingParams, BoostingResult
 from ..booster.tree import Tree
 from .methods import METHODS
 from .penalty import FeatureUsage
@@ -77,7 +77,8 @@ def within_cost(order, costs: np.ndarray, max_cost: float, k: int | None = None)
 
 def refit_params(params: BoostingParams) -> BoostingParams:
     """The refit's settings: unpenalised, Newton gain and leaves, the same trees and sampler."""
-    return dataclasses.replace(params, method=METHODS["gbfs"], criterion="newton", leaf_estimate="newton",
+    return dataclasses.replace(params, method=METHODS["gbfs"], criterion=CRITERIA["newton"],
+                               leaf_estimate=LEAF_ESTIMATES["newton"],
                                stop_when_full=False, selection_patience=None)
 
 

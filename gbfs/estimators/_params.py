@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 from .. import validation as V
 from ..booster.growing.grower import GrowthParams
 from ..booster.kernels._types import MAX_BINS
-from ..booster.rounds import BoostingParams
+from ..booster.rounds import CRITERIA, LEAF_ESTIMATES, BoostingParams
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
 from ..criteria.refit import IMPORTANCE_TYPES
@@ -94,8 +94,8 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         loss=est._loss, method=METHODS[method], sampler=sampler,
         n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
         learning_rate=learning_rate,
-        criterion=V.check_choice("criterion", est.criterion, V.CRITERIA),
-        leaf_estimate=V.check_choice("leaf_estimate", est.leaf_estimate, V.LEAF_ESTIMATES),
+        criterion=CRITERIA[V.check_choice("criterion", est.criterion, CRITERIA)],
+        leaf_estimate=LEAF_ESTIMATES[V.check_choice("leaf_estimate", est.leaf_estimate, LEAF_ESTIMATES)],
         growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
         eval_at=V.check_int("eval_at", getattr(est, "eval_at", 10), 1),
         stop_when_full=bool(est.refit) and not METHODS[method].ranks,
