@@ -246,32 +246,37 @@ ESTIMATORS: dict[str, EstimatorKind] = {
 def estimator_kind(method: DictConfig) -> EstimatorKind:
     """The :class:`EstimatorKind` of a method config.
 
-    ``_target_`` (a class's dotted path, as Hydra's ``instantiate`` reads it) names the estimator
-    class: a new baseline library is that class and one method yaml.  The class is built from
-    ``method.params`` with ``random_state`` and ``n_threads``; it fits a binary task with
-    ``fit(X, y, eval_set=(X_val, y_val))`` (``callbacks=`` too if it names a kind that takes them), predicts
-    ``predict_proba`` and has ``selected_features_``, ``history_`` (a list of per-iteration records,
-    may be empty) and ``timings_`` (a dict, may be empty); ``save_model(path)`` is optional.  Without
-    ``_target_``, ``method.estimator`` names a kind of :data:`ESTIMATORS`.
+    ``_target_`` (a dotted path, as Hydra's ``instantiate`` reads it) names the estimator class, or
+    a function that builds one; ``method.estimator`` names its kind in :data:`ESTIMATORS` (task, row
+    sampler mapping, callbacks), or is null for a class of another library.  A new baseline library
+    is one class and one method yaml: the class is built from ``method.params`` with
+    ``random_state`` and ``n_threads``; it fits a binary task with
+    ``fit(X, y, eval_set=(X_val, y_val))``, predicts ``predict_proba`` and has ``selected_features_``,
+    ``history_`` (a list of per-iteration records, may be empty) and ``timings_`` (a dict, may be
+    empty); ``save_model(path)`` is optional.  Without ``_target_``, ``method.estimator``'s kind
+    builds the estimator.
 
     Raises
     ------
     ValueError
-        Naming ``method._target_`` when it is no importable class, or ``method.estimator`` when
-        it is no known kind.
+        Naming ``method.estimator`` when it is no known kind (nor null), or ``method._target_``
+        when it is no importable class.
     """
-    target = method.get("_target_")
+    target, name = method.get("_target_"), method.get("estimator")
+    if name is not None and name not in ESTIMATORS:
+        raise ValueError(f"method.estimator must be one of {sorted(ESTIMATORS)} (or null, with the class "
+                         f"named by method._target_), got {name!r}")
     if target is not None:
         try:
-            cls = hydra.utils.get_class(str(target))
+            cls = hydra.utils.get_object(str(target))
         except Exception as e:   # Hydra raises ImportError, ValueError or its own errors
             raise ValueError(f"method._target_: {target!r} is no importable class ({e})") from None
-        return replace(ESTIMATORS.get(method.get("estimator"), _EXTERNAL), build=cls)
-    try:
-        return ESTIMATORS[method.estimator]
-    except KeyError:
-        raise ValueError(f"method.estimator must be one of {sorted(ESTIMATORS)} (or name the class "
-                         f"with method._target_), got {method.estimator!r}") from None
+        if not callable(cls):
+            raise ValueError(f"method._target_: {target!r} is no class (a {type(cls).__name__})")
+        return replace(ESTIMATORS.get(name, _EXTERNAL), build=cls)
+    if name is None:
+        raise ValueError("method.estimator is null and method._target_ names no class: name one of them")
+    return ESTIMATORS[name]
 
 
 #: ``EstimatorKind.task`` -> how its models are fitted, scored and tuned

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from harness_utils import TINY
+from harness_utils import TINY, compose_cfg
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
 
@@ -21,7 +21,7 @@ REPO = TESTS.parent
 METHOD = """\
 # scikit-learn's L1-penalised logistic regression, brought in by its class alone
 name: l1_toy
-estimator: l1_toy
+estimator: null          # a class of another library: no kind of the harness
 _target_: toy_baseline.L1Logistic
 counts_for_topk: false
 params:
@@ -51,9 +51,29 @@ def test_a_class_and_a_yaml_run_as_a_method(tmp_path):
 
 
 def test_a_target_that_is_no_class_is_named():
-    method = OmegaConf.create({"name": "x", "estimator": "x", "_target_": "toy_baseline.NoSuchClass",
+    method = OmegaConf.create({"name": "x", "estimator": None, "_target_": "toy_baseline.NoSuchClass",
                                "params": {}})
     with pytest.raises(ValueError, match=r"method\._target_: 'toy_baseline.NoSuchClass'"):
         experiment.estimator_kind(method)
-    with pytest.raises(ValueError, match=r"method.estimator must be one of .* got 'x'"):
-        experiment.estimator_kind(OmegaConf.create({"name": "x", "estimator": "x", "params": {}}))
+    with pytest.raises(ValueError, match=r"method.estimator must be one of .* got 'x'"):   # a typo
+        experiment.estimator_kind(OmegaConf.create({"name": "x", "estimator": "x", "params": {},
+                                                    "_target_": "gbfs.GBFSClassifier"}))
+    with pytest.raises(ValueError, match=r"method.estimator is null and method._target_ names no class"):
+        experiment.estimator_kind(OmegaConf.create({"name": "x", "estimator": None, "params": {}}))
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "conf" / "method").glob("*.yaml")))
+def test_every_method_names_its_estimator_and_builds_it(name, tmp_path):
+    """Every method yaml names its estimator with ``_target_``; what it builds is what its kind
+    (``method.estimator``) builds."""
+    method = compose_cfg(tmp_path, [f"method={name}"]).method
+    assert "_target_" in method, f"conf/method/{name}.yaml has no _target_"
+    params = {k: v for k, v in OmegaConf.to_container(method.params).items() if v != "???"}
+    if method.estimator == "gbfs_path":   # a path's template has no budgets of its own
+        params.pop("budgets", None)
+    built = experiment.estimator_kind(method).build(random_state=0, n_threads=1, **params)
+    by_kind = experiment.ESTIMATORS[method.estimator].build(random_state=0, n_threads=1, **params)
+    assert type(built) is type(by_kind)
+    # nested estimators (the multitask baselines') compare by their parameters, not identity
+    assert {k: repr(v) for k, v in built.get_params().items()} == \
+        {k: repr(v) for k, v in by_kind.get_params().items()}
