@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -32,6 +33,68 @@ _GROUP_TEST_PARAMS = ("n_target_features", "delta", "n_subsets", "subset_size", 
 #: grow by |1 - lr| per tree); far above, the scores overflow float64 within a few trees, so such
 #: a value is refused before any work rather than reported as a diverged fit
 MAX_LEARNING_RATE = 100.0
+
+
+@dataclass(frozen=True)
+class Int:
+    """An integer parameter in ``low .. high`` (``none``: None allowed)."""
+
+    low: int
+    none: bool = False
+    high: int | None = None
+
+    def check(self, name: str, value):
+        value = V.check_int(name, value, self.low, allow_none=self.none)
+        if self.high is not None and value is not None and value > self.high:
+            raise ValueError(f"{name} must be <= {self.high}, got {value!r}")
+        return value
+
+
+@dataclass(frozen=True)
+class Real:
+    """A real parameter in the interval ``low .. high`` (open ends as flagged)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    none: bool = False
+
+    def check(self, name: str, value):
+        return V.check_real(name, value, self.low, self.high, self.low_open, self.high_open,
+                            allow_none=self.none)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of ``options`` (names)."""
+
+    options: tuple
+
+    def check(self, name: str, value):
+        return V.check_choice(name, value, self.options)
+
+
+#: the constraint of every parameter that is checked on its own (scikit-learn's
+#: ``_parameter_constraints``, as data), in the order the errors come; the checks that tie several
+#: parameters together follow in :func:`check_params`
+CONSTRAINTS = {
+    "max_depth": Int(1, none=True), "max_leaves": Int(2, none=True), "min_samples_leaf": Int(1),
+    "leaf_count": Choice(LEAF_COUNTS),
+    "min_node_fraction": Real(0.0, 1.0, low_open=True, high_open=True, none=True),
+    "min_child_weight": Real(0.0), "min_split_gain": Real(0.0), "reg_lambda": Real(0.0),
+    "cat_smooth": Real(0.0), "cat_l2": Real(0.0), "max_cat_threshold": Int(1), "min_data_per_group": Int(1),
+    "max_cat_to_onehot": Int(1),
+    "max_bins": Int(2, high=MAX_BINS), "bin_subsample": Int(1000, none=True), "min_data_in_bin": Int(1),
+    "early_stopping_rounds": Int(1, none=True), "n_threads": Int(1, none=True),
+}
+#: parameters a subclass may lack, with the value that stands for them
+ABSENT = {"leaf_count": "auto", "min_split_gain": 0.0, "min_data_in_bin": 1}
+
+
+def _checked(est) -> dict:
+    """Every parameter of :data:`CONSTRAINTS` of ``est``, checked."""
+    return {name: c.check(name, getattr(est, name, ABSENT.get(name))) for name, c in CONSTRAINTS.items()}
 
 
 def boosting_params(est) -> BoostingParams:
@@ -59,29 +122,15 @@ def check_params(est, warn: bool = True) -> BoostingParams:
                          f"at most 1), got {est.mu!r}")
     scope = _group_test_params(est, method, warn)
     _selection_params(est, method)
+    v = _checked(est)
     growth = GrowthParams(
-        max_depth=V.check_int("max_depth", est.max_depth, 1, allow_none=True),
-        max_leaves=V.check_int("max_leaves", est.max_leaves, 2, allow_none=True),
-        min_samples_leaf=V.check_int("min_samples_leaf", est.min_samples_leaf, 1),
-        leaf_count=V.check_choice("leaf_count", getattr(est, "leaf_count", "auto"), LEAF_COUNTS),
-        min_node_fraction=V.check_real("min_node_fraction", est.min_node_fraction, 0.0, 1.0,
-                                       low_open=True, high_open=True, allow_none=True),
-        min_child_weight=V.check_real("min_child_weight", est.min_child_weight, low=0.0),
-        min_split_gain=V.check_real("min_split_gain", getattr(est, "min_split_gain", 0.0), low=0.0),
-        reg_lambda=V.check_real("reg_lambda", est.reg_lambda, low=0.0),
-        cat_settings=(V.check_real("cat_smooth", est.cat_smooth, low=0.0),
-                      V.check_real("cat_l2", est.cat_l2, low=0.0),
-                      V.check_int("max_cat_threshold", est.max_cat_threshold, 1),
-                      V.check_int("min_data_per_group", est.min_data_per_group, 1),
-                      V.check_int("max_cat_to_onehot", est.max_cat_to_onehot, 1)),
+        max_depth=v["max_depth"], max_leaves=v["max_leaves"], min_samples_leaf=v["min_samples_leaf"],
+        leaf_count=v["leaf_count"], min_node_fraction=v["min_node_fraction"],
+        min_child_weight=v["min_child_weight"], min_split_gain=v["min_split_gain"],
+        reg_lambda=v["reg_lambda"],
+        cat_settings=tuple(v[k] for k in ("cat_smooth", "cat_l2", "max_cat_threshold", "min_data_per_group",
+                                          "max_cat_to_onehot")),
     )
-    V.check_int("max_bins", est.max_bins, 2)
-    if est.max_bins > MAX_BINS:
-        raise ValueError(f"max_bins must be <= {MAX_BINS}, got {est.max_bins!r}")
-    V.check_int("bin_subsample", est.bin_subsample, 1000, allow_none=True)
-    V.check_int("min_data_in_bin", getattr(est, "min_data_in_bin", 1), 1)
-    V.check_int("early_stopping_rounds", est.early_stopping_rounds, 1, allow_none=True)
-    V.check_int("n_threads", est.n_threads, 1, allow_none=True)
     try:
         check_random_state(est.random_state)
     except ValueError as e:
