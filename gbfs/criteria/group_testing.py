@@ -1,5 +1,8 @@
 """GT-GBM: group-testing split search over prefix-sum pseudo-features.
 
+(Longer than the ~400-line guide on purpose: the plan, the precompute and the node kernels of
+Algorithm 2 share one halving layout of the subsets, and are read together against the paper.)
+
 Section 4 and Algorithm 2 of the GT-GBM paper.  Before training (the *precompute*):
 
 1. every feature is standardised to [0, 1] by min-max (the paper's footnote 1).  We

@@ -1,5 +1,9 @@
 """Best-first tree growth with penalised split selection.
 
+(Longer than the ~400-line guide on purpose: one class, whose numeric, row-wise sparse and
+subtraction paths share every node's state and are the learner's hot path; split apart they would
+pass that state back and forth.)
+
 The grower is plain Python over numba kernels, as in pygbm.  Its inputs are the
 rows used for this tree with their weighted residuals/second channel (so row
 samplers plug in without touching it), the feature-usage state Omega (shared with
