@@ -60,3 +60,16 @@ def test_bench_data_small(tmp_path, capsys):
     assert r["rows"] == 400 and np.isfinite(r["ratio_vs_sklearn"]) and np.isfinite(r["ratio_vs_lightgbm"])
     printed = capsys.readouterr().out
     assert "ours/LightGBM" in printed and "cached load" in printed
+
+
+def test_every_benchmark_module_is_a_suite_of_the_command():
+    """Suites are found, not listed: each module of runners.bench with ``add_parser`` adds its
+    sub-command (and only those do)."""
+    import argparse
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    for module in bench.suites():
+        module.add_parser(sub)
+    assert set(sub.choices) == {"categorical", "core", "cost", "data", "gtgbm", "load", "multiclass",
+                                "multitask", "ranking", "sampling", "selection", "tiny", "utility"}
+    assert all(callable(p.get_default("handler")) for p in sub.choices.values())
