@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import socket
+import subprocess
 import urllib.request
 
 
@@ -21,3 +25,14 @@ def answers(url: str, path: str = "/health", body: bytes | None = None) -> bool:
             return response.status == 200 and (body is None or response.read().strip() == body)
     except OSError:   # refused while it starts, or a timeout under load
         return False
+
+
+def stop(proc: subprocess.Popen, grace: float = 20.0) -> None:
+    """Stop a server started in its own session (``start_new_session=True``) with its workers: its
+    whole process group gets SIGTERM, and SIGKILL if it has not ended after ``grace`` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=grace)
+            break

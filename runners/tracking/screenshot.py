@@ -20,7 +20,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from pathlib import Path
 from mlflow.tracking import MlflowClient
 
 from runners.tracking import mlflow_native
-from runners.tracking.local_server import answers, free_port
+from runners.tracking.local_server import answers, free_port, stop
 from runners.tracking.runs import NOT_A_RESULT
 
 #: seconds to wait for ``mlflow server`` to answer ``/health`` (it migrates a fresh store first)
@@ -73,12 +72,7 @@ def mlflow_server(backend_store_uri: str, log: Path) -> Iterator[str]:
             time.sleep(0.2)   # the poll interval
         yield url
     finally:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, sig)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=20)
-                break
+        stop(proc)
 
 
 def fitted_runs(client: MlflowClient, exp_id: str, limit: int) -> list:

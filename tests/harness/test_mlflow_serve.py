@@ -4,10 +4,8 @@ real ``mlflow server`` (all ``slow``: each starts a server or an interpreter).""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import urllib.request
@@ -23,7 +21,7 @@ from mlflow.tracking import MlflowClient
 import gbfs
 from runners import run as run_module
 from runners.core import experiment
-from runners.tracking.local_server import answers
+from runners.tracking.local_server import answers, stop
 
 pytestmark = pytest.mark.slow
 
@@ -65,16 +63,6 @@ def _serve(run_id: str, uri: str, log: Path) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}"
 
 
-def _kill(proc: subprocess.Popen) -> None:
-    """The server's whole process group (its workers too): SIGTERM, then SIGKILL."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=20)
-            break
-
-
 def test_mlflow_models_serve_answers_as_the_model_file(store, tmp_path):
     """``mlflow models serve`` (about 5 s to start here, 10-15 s on a loaded machine) on the run's
     model: ``/invocations`` gives the model file's probabilities, bit for bit."""
@@ -93,7 +81,7 @@ def test_mlflow_models_serve_answers_as_the_model_file(store, tmp_path):
         with urllib.request.urlopen(request, timeout=60) as response:
             served = json.loads(response.read())["predictions"]
     finally:
-        _kill(proc)
+        stop(proc)
     assert np.array_equal(np.asarray(served, dtype=np.float64), expected[:, 1])
 
 
