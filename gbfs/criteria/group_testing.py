@@ -55,7 +55,7 @@ from numba import njit, prange
 from ..booster.binning import BinMapper
 from ..booster.kernels._types import C_CH, G_CH, H_CH, MAX_BINS, N_BINS
 from ..booster.kernels.portable import mean, total
-from ..booster.kernels.splitting import scan_feature
+from ..booster.kernels.splitting import SplitRule, scan_feature
 
 GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
 DIRECT_SUM_BELOW = 8  # halves with fewer features are summed directly, not by prefix difference
@@ -283,8 +283,8 @@ def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c
         return -np.inf  # constant in this node: no split
     _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins)
     # rows counted exactly: a group test only ranks halves, the split itself is searched after it
-    return scan_feature(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight,
-                         reg_lambda)[0]
+    rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
+    return scan_feature(hist, n_bins, rule)[0]
 
 
 @njit(parallel=True, cache=True)

@@ -13,6 +13,7 @@ import scipy.sparse
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 from gbfs.booster.binning import BinMapper
 from gbfs.booster.kernels.categorical import CAT_WORDS, bins_of, cat_settings, scan_categorical
+from gbfs.booster.kernels.splitting import SplitRule
 
 MISSING = 255
 
@@ -35,7 +36,7 @@ def _scan(hf, nb, msl=1, mcw=0.0, lam=0.0, **cat):
                                "min_data_per_group": 1, "max_cat_to_onehot": 1, **cat})
     bits = np.zeros(CAT_WORDS, dtype=np.uint32)
     G, H, C = hf[: nb + 1].sum(axis=0)
-    res = scan_categorical(hf, nb, G, H, C, float(msl), mcw, lam, settings, bits)
+    res = scan_categorical(hf, nb, SplitRule(G, H, C, float(msl), 0.0, mcw, lam), settings, bits)
     return res, bins_of(bits), (G, H, C)
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from gbfs.booster.kernels._types import MISSING_BIN
 from gbfs.booster.kernels.histogram import HistogramLayout
-from gbfs.booster.kernels.splitting import best_splits_per_feature, penalized_best
+from gbfs.booster.kernels.splitting import SplitRule, Splits, best_splits_per_feature, penalized_best
 from gbfs.criteria.penalty import FeatureUsage
 
 N_BINS = np.array([1, 2, 5, 9, 12, 30, 3, 6], dtype=np.int32)  # value bins of each feature
@@ -35,14 +35,11 @@ def _kernel(X, rows, rw, hw, msl, mcw, lam, n_bins=N_BINS):
     d = X.shape[1]
     layout = HistogramLayout(n_bins)
     hist = naive.flat_histogram(X, rows, rw, hw, n_bins)
-    gain = np.empty(d)
-    bin_ = np.empty(d, dtype=np.int32)
-    ml = np.empty(d, dtype=np.bool_)
-    left = np.empty((d, 3))
-    best_splits_per_feature(hist, np.arange(d), layout.offsets, layout.n_bins, float(rw[rows].sum()),
-                            float(hw[rows].sum()),
-                            float(rows.shape[0]), float(msl), 0.0, mcw, lam, gain, bin_, ml, left)
-    return gain, bin_, ml, left
+    splits = Splits.empty(d)
+    rule = SplitRule(float(rw[rows].sum()), float(hw[rows].sum()), float(rows.shape[0]), float(msl), 0.0, mcw,
+                     lam)
+    best_splits_per_feature(hist, np.arange(d), layout.offsets, layout.n_bins, rule, splits)
+    return splits
 
 
 def _assert_same_splits(X, rows, rw, hw, msl, mcw, lam, n_bins=N_BINS):
@@ -261,7 +258,7 @@ def test_per_feature_gains_plus_penalty_equal_global_brute_force():
 # -- the fused kernels the grower runs: build (or subtract) + scan in one pass per feature ---------
 
 def _split_arrays(d):
-    return np.empty(d), np.empty(d, dtype=np.int32), np.empty(d, dtype=np.bool_), np.empty((d, 3))
+    return Splits.empty(d)
 
 
 @pytest.mark.parametrize("keep", [False, True])
@@ -287,8 +284,9 @@ def test_build_and_scan_equals_histogram_then_scan(keep, path):
     out = _split_arrays(d)
     for a in out:
         a[...] = 0
-    build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets, N_BINS,
-                   float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 0.0, 1e-3, 0.5, *out)
+    rule = SplitRule(float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 0.0, 1e-3, 0.5)
+    build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets, N_BINS, rule,
+                   out)
     ref = _kernel(X, rows, rw, hw, 3, 1e-3, 0.5)
     for got, want in zip(out, ref):
         np.testing.assert_allclose(got[features], want[features], rtol=1e-12, atol=1e-12)
@@ -316,8 +314,9 @@ def test_subtract_and_scan_equals_scan_of_the_sibling():
     small_hist = naive.flat_histogram(X, small, rw, hw, N_BINS)
     out = _split_arrays(d)
     features = np.arange(d)
-    subtract_and_scan(parent_hist, small_hist, features, layout.offsets, N_BINS, float(rw[large].sum()),
-                      float(hw[large].sum()), float(large.shape[0]), 2.0, 0.0, 1e-3, 0.0, *out)
+    rule = SplitRule(float(rw[large].sum()), float(hw[large].sum()), float(large.shape[0]), 2.0, 0.0, 1e-3,
+                     0.0)
+    subtract_and_scan(parent_hist, small_hist, features, layout.offsets, N_BINS, rule, out)
     np.testing.assert_allclose(parent_hist, naive.flat_histogram(X, large, rw, hw, N_BINS), rtol=1e-9,
                                atol=1e-9)
     ref = _kernel(X, large, rw, hw, 2, 1e-3, 0.0)

@@ -101,7 +101,7 @@ def _naive_scan(hist, n, msl, factor):
 
 
 def test_hessian_leaf_count_matches_a_brute_force_reference():
-    from gbfs.booster.kernels.splitting import scan_feature
+    from gbfs.booster.kernels.splitting import SplitRule, scan_feature
 
     rng = np.random.default_rng(3)
     for _ in range(200):
@@ -113,7 +113,7 @@ def test_hessian_leaf_count_matches_a_brute_force_reference():
         n = counts.sum()
         msl = float(rng.integers(1, 20))
         factor = n / (h.sum() + 2e-15)
-        gain, t, *_ = scan_feature(hist, nb, hist[:, 0].sum(), h.sum(), n, msl, factor, 0.0, 0.0)
+        gain, t, *_ = scan_feature(hist, nb, SplitRule(hist[:, 0].sum(), h.sum(), n, msl, factor, 0.0, 0.0))
         ref_gain, ref_t = _naive_scan(hist[:nb], n, msl, factor)
         assert t == ref_t
         if ref_t >= 0:

@@ -79,10 +79,8 @@ class CategoricalSearch:
         cats = self.categorical if features is self.all_features else features[self.is_cat[features]]
         if cats.shape[0] == 0:
             return
-        p, full = self.params, cats.shape[0] == self.categorical.shape[0]
-        args = (node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf), p.min_child_weight,
-                p.reg_lambda, self.settings, node.gain, node.bin, node.missing_left, node.left_sums,
-                node.cat_bits)
+        full = cats.shape[0] == self.categorical.shape[0]
+        args = (grower.split_rule(node, count_rows=True), self.settings, node.splits, node.cat_bits)
         if full and self.subtracts(node):
             parent, sibling = node.cat_hist
             node.cat_hist, parent.cat_hist = parent.cat_hist, None   # the parent's buffer becomes ours

@@ -31,6 +31,8 @@ from ..kernels.histogram import HistogramLayout, build_histogram, gather
 from ..kernels.portable import total
 from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
 from ..kernels.splitting import (
+    SplitRule,
+    Splits,
     best_splits_per_feature,
     build_and_scan,
     build_and_scan_serial,
@@ -141,6 +143,13 @@ class TreeGrower:
         self._n_hists += 1
         return self.layout.new()
 
+    def split_rule(self, node, count_rows: bool = False) -> SplitRule:
+        """``node``'s :class:`SplitRule`: its totals and the growth settings (``count_rows``: rows are
+        counted exactly whatever ``leaf_count`` says)."""
+        p = self.params
+        return SplitRule(node.sum_g, node.sum_h, float(node.count), float(p.min_samples_leaf),
+                         0.0 if count_rows else self._count_factor(node), p.min_child_weight, p.reg_lambda)
+
     def _count_factor(self, node) -> float:
         """The rows a unit of hessian counts for in ``node`` under ``leaf_count="hessian"`` (0: rows
         are counted exactly, also whenever every hessian is 1)."""
@@ -230,7 +239,7 @@ class TreeGrower:
             children = self._split(best, builder)
             n_leaves += 1
             for child in children:
-                (pending if child.gain is not None else done).append(child)
+                (pending if child.splits is not None else done).append(child)
         for node in pending:
             self._release(node)
         leaves = sorted(done + pending, key=lambda nd: nd.start)
@@ -281,10 +290,7 @@ class TreeGrower:
         d = self.n_features
         # a restricted search or a full budget scans a subset: the others stay at -inf (never chosen)
         restricted = self.search.restricted or self._usage.full
-        node.gain = np.full(d, -np.inf) if restricted else np.empty(d)
-        node.bin = np.empty(d, dtype=np.int32)
-        node.missing_left = np.empty(d, dtype=np.bool_)
-        node.left_sums = np.empty((d, 3), dtype=np.float64)
+        node.splits = Splits.empty(d, -np.inf if restricted else None)
         if self.cats is not None:
             self.cats.alloc(node)
 
@@ -320,12 +326,10 @@ class TreeGrower:
             self._scratch_hist = self.layout.new()
         hist = node.hist if keep else self._scratch_hist
         self._fused(node, rows, r_ord, h_ord, sparse.dense_features, keep, hist)
-        count, p = float(node.count), self.params
-        sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, count, self.offsets, hist)
-        best_splits_per_feature(hist, sparse.features, self.offsets, self.n_bins, node.sum_g, node.sum_h,
-                                count, float(p.min_samples_leaf), self._count_factor(node),
-                                p.min_child_weight, p.reg_lambda,
-                                node.gain, node.bin, node.missing_left, node.left_sums)
+        sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count), self.offsets,
+                               hist)
+        best_splits_per_feature(hist, sparse.features, self.offsets, self.n_bins, self.split_rule(node),
+                                node.splits)
 
     def _fill_histogram(self, node, rows, r_ord, h_ord, features) -> None:
         """``node.hist`` for ``features`` without a split search (the subtraction's smaller child)."""
@@ -339,19 +343,14 @@ class TreeGrower:
                                     self.offsets, node.hist)
 
     def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
-        p = self.params
+        rule = self.split_rule(node)
         if node.count * features.shape[0] <= SERIAL_WORK:
             build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets,
-                                  self.n_bins, node.sum_g, node.sum_h, float(node.count),
-                                  float(p.min_samples_leaf), self._count_factor(node), p.min_child_weight,
-                                  p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
+                                  self.n_bins, rule, node.splits)
             return
-        build_and_scan(self._X, rows, r_ord, h_ord, features,
-                       max(1, min(self._n_chunks, features.shape[0])), keep, hist, self.offsets, self.n_bins,
-                       node.sum_g,
-                       node.sum_h, float(node.count), float(p.min_samples_leaf), self._count_factor(node),
-                       p.min_child_weight,
-                       p.reg_lambda, node.gain, node.bin, node.missing_left, node.left_sums)
+        n_chunks = max(1, min(self._n_chunks, features.shape[0]))
+        build_and_scan(self._X, rows, r_ord, h_ord, features, n_chunks, keep, hist, self.offsets, self.n_bins,
+                       rule, node.splits)
 
     # -- pending nodes ---------------------------------------------------------------------------
     def _complete(self, node) -> None:
@@ -373,7 +372,6 @@ class TreeGrower:
 
     def _search_by_subtraction(self, large, parent_hist, small_hist, features) -> None:
         """Best splits of ``large`` from ``parent - small``; the parent's buffer becomes large's."""
-        p = self.params
         self._alloc_split_arrays(large)
         large.searched = features
         if self.cats is not None:
@@ -383,17 +381,15 @@ class TreeGrower:
         numeric = self._numeric(features)
         serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
-        kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, large.sum_g,
-               large.sum_h, float(large.count), float(p.min_samples_leaf), self._count_factor(large),
-               p.min_child_weight, p.reg_lambda, large.gain, large.bin,
-               large.missing_left, large.left_sums)
+        kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, self.split_rule(large),
+               large.splits)
         large.hist = parent_hist
         if not self._keep_hist(large):
             self._release(large)
         self._score(large)
 
     def _score(self, node) -> None:
-        gain = node.gain
+        gain = node.splits.gain
         if self._min_gain > 0.0:  # min_split_gain, and roundoff: too small a gain is no split
             gain = np.where(gain > self._min_gain, gain, -np.inf)
         node.feature, node.score = penalized_best(gain, self._usage.penalty(), self._norm)
@@ -401,8 +397,8 @@ class TreeGrower:
 
     def _split(self, node, builder):
         f = node.feature
-        b = int(node.bin[f])
-        ml = bool(node.missing_left[f])
+        b = int(node.splits.bin[f])
+        ml = bool(node.splits.missing_left[f])
         categorical = self.cats is not None and self.cats.is_cat[f]
         if categorical:
             bits = self.cats.bits(node, f)
@@ -411,20 +407,20 @@ class TreeGrower:
         else:
             n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml,
                                      self._buffer)
-        lg, lh, lc = node.left_sums[f]
+        lg, lh, lc = node.splits.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"
         left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
         right = Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
                       node.depth + 1, node.sum_g - lg, node.sum_h - lh)
         threshold = math.nan if categorical else self.bin_mapper.threshold(f, b)
-        builder.set_split(node.id, f, threshold, b, ml, left.id, right.id, float(node.gain[f]))
+        builder.set_split(node.id, f, threshold, b, ml, left.id, right.id, float(node.splits.gain[f]))
         if categorical:
             builder.set_categories(node.id, bins_of(bits))
         self._usage.mark_used(f)
-        left.gain = right.gain = None
+        left.splits = right.splits = None
         self._search_children(node, left, right)
         # free the per-feature arrays of an internal node
-        node.gain = node.left_sums = node.cat_bits = node.cat_hist = None
+        node.splits = node.cat_bits = node.cat_hist = None
         return left, right
 
     def _search_children(self, parent, left, right) -> None:

@@ -40,9 +40,8 @@ def split_partition(partition, start, end, col, bin_threshold, missing_left, buf
 
 
 class Node:
-    __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "gain", "bin",
-                 "missing_left", "left_sums", "cat_bits", "cat_hist", "feature", "score", "version",
-                 "searched")
+    __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "splits", "cat_bits", "cat_hist",
+                 "feature", "score", "version", "searched")
 
     def __init__(self, node_id, start, end, depth, sum_g, sum_h):
         self.id = node_id

@@ -49,19 +49,22 @@ def _children(lg, lh, sum_g, sum_h, l2):
     rg = sum_g - lg
     rh = sum_h - lh
     if lh + l2 <= 0.0 or rh + l2 <= 0.0:
-        return -np.inf  # a child of zero hessians has no Newton step (see splitting._consider)
+        return -np.inf  # a child of zero hessians has no Newton step (as splitting._consider)
     return lg * lg / (lh + l2) + rg * rg / (rh + l2)
 
 
 @njit(cache=True, nogil=True)
-def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
-                     cat, bits):
-    """Best category set of one feature: ``(gain, G_L, H_L, n_L)``; its left set is written to
-    ``bits`` (cleared when no split is admissible, gain ``-inf``).
+def scan_categorical(hf, nb, rule, cat, bits):
+    """Best category set of one feature under ``rule`` (a :class:`~gbfs.booster.kernels.splitting.SplitRule`;
+    rows are counted exactly): ``(gain, G_L, H_L, n_L)``; its left set is written to ``bits``
+    (cleared when no split is admissible, gain ``-inf``).
 
     ``hf`` holds the feature's ``nb`` category bins then its missing bin; ``cat`` is
     :func:`cat_settings`.
     """
+    sum_g, sum_h, sum_c = rule.sum_g, rule.sum_h, rule.sum_c
+    min_samples_leaf, min_child_weight = rule.min_samples_leaf, rule.min_child_weight
+    reg_lambda = rule.reg_lambda
     cat_smooth, cat_l2 = cat[0], cat[1]
     max_cat_threshold, min_data_per_group, max_onehot = int(cat[2]), cat[3], int(cat[4])
     for w in range(bits.shape[0]):
@@ -136,51 +139,43 @@ def scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_we
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _store(f, slot, hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, cat,
-           gain, bin_, missing_left, left_sums, bits):
-    res = scan_categorical(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
-                           cat, bits[slot])
-    gain[f] = res[0]
-    bin_[f] = -1
-    missing_left[f] = False
-    left_sums[f, G_CH] = res[1]
-    left_sums[f, H_CH] = res[2]
-    left_sums[f, C_CH] = res[3]
+def _store(f, slot, hf, nb, rule, cat, splits, bits):
+    res = scan_categorical(hf, nb, rule, cat, bits[slot])
+    splits.gain[f] = res[0]
+    splits.bin[f] = -1
+    splits.missing_left[f] = False
+    splits.left_sums[f, G_CH] = res[1]
+    splits.left_sums[f, H_CH] = res[2]
+    splits.left_sums[f, C_CH] = res[3]
 
 
 @njit(parallel=True, cache=True)
-def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, sum_g, sum_h,
-                               sum_c, min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_,
-                               missing_left, left_sums, bits):
+def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, rule, cat, splits,
+                               bits):
     """Histogram (into ``hist[slots[f]]``) and best category set of each categorical feature in
     ``features`` over ``rows`` (empty: all rows); parallel over features.  ``slots[f]`` is feature
-    ``f``'s row of ``hist`` and ``bits``; ``bin_[f]`` is set to -1, ``missing_left[f]`` to False
+    ``f``'s row of ``hist`` and ``bits``; the record's ``bin`` is set to -1, ``missing_left`` to False
     (the missing bin goes right)."""
     for k in prange(features.shape[0]):
         f = features[k]
         hf = hist[slots[f]]
         accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
-        _store(f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-               reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
+        _store(f, slots[f], hf, n_bins[f], rule, cat, splits, bits)
 
 
 @njit(cache=True, nogil=True)
-def build_and_scan_categorical_serial(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, sum_g,
-                                      sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, cat,
-                                      gain, bin_, missing_left, left_sums, bits):
+def build_and_scan_categorical_serial(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, rule, cat,
+                                      splits, bits):
     """:func:`build_and_scan_categorical` on one thread (small nodes: no thread-pool wake-up)."""
     for k in range(features.shape[0]):
         f = features[k]
         hf = hist[slots[f]]
         accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
-        _store(f, slots[f], hf, n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-               reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
+        _store(f, slots[f], hf, n_bins[f], rule, cat, splits, bits)
 
 
 @njit(cache=True, nogil=True)
-def subtract_and_scan_categorical(parent, small, features, slots, n_bins, sum_g, sum_h, sum_c,
-                                  min_samples_leaf, min_child_weight, reg_lambda, cat, gain, bin_,
-                                  missing_left, left_sums, bits):
+def subtract_and_scan_categorical(parent, small, features, slots, n_bins, rule, cat, splits, bits):
     """``parent -= small`` on each feature's bins (the parent's histogram becomes its larger
     child's: LightGBM's subtraction trick), then its best category set.  Serial: a few features
     of at most 256 bins each."""
@@ -190,8 +185,7 @@ def subtract_and_scan_categorical(parent, small, features, slots, n_bins, sum_g,
         for b in range(n_bins[f] + 1):
             for c in range(3):
                 parent[s, b, c] -= small[s, b, c]
-        _store(f, s, parent[s], n_bins[f], sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-               reg_lambda, cat, gain, bin_, missing_left, left_sums, bits)
+        _store(f, s, parent[s], n_bins[f], rule, cat, splits, bits)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -22,9 +22,14 @@ Because the penalty is constant per feature, the per-feature best gains of a
 pending leaf are all that is needed to re-rank it when the used set grows, which is
 how the grower refreshes every pending leaf after each split (the refresh that
 LightGBM's CEGB missed twice: LightGBM issues 3245/3679).
+
+Every kernel takes a node's :class:`SplitRule` (its totals and the growth settings) and writes the
+node's :class:`Splits` (the best split of each feature, one record per feature).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -33,34 +38,67 @@ from ._types import C_CH, G_CH, H_CH, MISSING_BIN
 from .histogram import accumulate
 
 
+class SplitRule(NamedTuple):
+    """What decides a node's admissible splits and their gains: the node's totals (``sum_c`` its row
+    count) and the growth settings.  ``count_factor`` 0 counts a child's rows exactly for
+    ``min_samples_leaf``; otherwise each bin counts ``round(H_bin * count_factor)`` rows, as
+    LightGBM's ``min_data_in_leaf`` does."""
+
+    sum_g: float
+    sum_h: float
+    sum_c: float
+    min_samples_leaf: float
+    count_factor: float
+    min_child_weight: float
+    reg_lambda: float
+
+
+class Splits(NamedTuple):
+    """A node's best split of every feature, one record per feature by field: its ``gain`` (``-inf``:
+    no admissible split), threshold ``bin`` (-1 for a category set), ``missing_left``, and
+    ``left_sums``, the left child's (G, H, count) in the channels ``G_CH``, ``H_CH``, ``C_CH``."""
+
+    gain: np.ndarray
+    bin: np.ndarray
+    missing_left: np.ndarray
+    left_sums: np.ndarray
+
+    @classmethod
+    def empty(cls, n_features: int, gain: float | None = None) -> Splits:
+        """Records of ``n_features`` features (gains ``gain``, or left uninitialised)."""
+        return cls(np.empty(n_features) if gain is None else np.full(n_features, gain),
+                   np.empty(n_features, dtype=np.int32), np.empty(n_features, dtype=np.bool_),
+                   np.empty((n_features, 3), dtype=np.float64))
+
+
 @njit(cache=True, nogil=True)
-def _consider(lg, lh, lc, sum_g, sum_h, sum_c, parent_term, min_samples_leaf, min_child_weight,
-              reg_lambda):
+def _consider(lg, lh, lc, rule, parent_term):
     """Gain of a split with left sums (lg, lh, lc), or -inf if a child is too small (``lc``: the left
     child's row count as :func:`scan_feature` counts it for ``min_samples_leaf``)."""
-    rg = sum_g - lg
-    rh = sum_h - lh
-    rc = sum_c - lc
-    if lc < min_samples_leaf or rc < min_samples_leaf:
+    rg = rule.sum_g - lg
+    rh = rule.sum_h - lh
+    rc = rule.sum_c - lc
+    if lc < rule.min_samples_leaf or rc < rule.min_samples_leaf:
         return -np.inf
-    if lh < min_child_weight or rh < min_child_weight:
+    if lh < rule.min_child_weight or rh < rule.min_child_weight:
         return -np.inf
     # with min_child_weight = 0 a child can hold only zero hessians (LambdaRank rows of queries
     # with one relevance): it has no Newton step, so no gain (rather than a division by zero)
-    if lh + reg_lambda <= 0.0 or rh + reg_lambda <= 0.0:
+    lam = rule.reg_lambda
+    if lh + lam <= 0.0 or rh + lam <= 0.0:
         return -np.inf
-    return lg * lg / (lh + reg_lambda) + rg * rg / (rh + reg_lambda) - parent_term
+    return lg * lg / (lh + lam) + rg * rg / (rh + lam) - parent_term
 
 
 @njit(cache=True, nogil=True)
-def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight,
-                  reg_lambda):
-    """Best threshold of one feature: (gain, bin, missing_left, left g, left h, left count).
+def scan_feature(hf, n_bins, rule):
+    """Best threshold of one feature under ``rule``: (gain, bin, missing_left, left g, left h, left
+    count).
 
     ``hf`` holds the feature's ``n_bins`` value bins and then its missing bin.
 
-    ``min_samples_leaf`` counts the rows of a child exactly when ``count_factor`` is 0; otherwise,
-    as LightGBM's ``min_data_in_leaf`` does, each bin of the right child counts
+    ``min_samples_leaf`` counts the rows of a child exactly when ``rule.count_factor`` is 0;
+    otherwise, as LightGBM's ``min_data_in_leaf`` does, each bin of the right child counts
     ``round(H_bin * count_factor)`` rows (``count_factor = n_node / H_node``) and the left child
     the node's other rows: rows whose hessian is small count for less.
 
@@ -68,7 +106,8 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
     When the node holds no missing value the missing direction is the larger child
     (rows with NaN at prediction time follow the majority, as in scikit-learn).
     """
-    parent_term = sum_g * sum_g / (sum_h + reg_lambda)
+    sum_c, count_factor = rule.sum_c, rule.count_factor
+    parent_term = rule.sum_g * rule.sum_g / (rule.sum_h + rule.reg_lambda)
     mg = hf[n_bins, G_CH]  # the missing bin follows the value bins
     mh = hf[n_bins, H_CH]
     mc = hf[n_bins, C_CH]
@@ -101,8 +140,7 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
         if hf[t, C_CH] == 0.0 and t > 0:
             continue  # same partition as threshold t - 1
         if t < n_bins - 1 or has_missing:
-            gain = _consider(cg, ch, ce + shift, sum_g, sum_h, sum_c, parent_term, min_samples_leaf,
-                             min_child_weight, reg_lambda)
+            gain = _consider(cg, ch, ce + shift, rule, parent_term)
             if gain > best:
                 best = gain
                 best_bin = t
@@ -113,8 +151,7 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
         # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
         # left" split scored above, so it is skipped to keep one canonical form (not a rounding tie)
         if has_missing and t < n_bins - 1 and cc > 0:
-            gain = _consider(cg + mg, ch + mh, ce + me + shift, sum_g, sum_h, sum_c, parent_term,
-                             min_samples_leaf, min_child_weight, reg_lambda)
+            gain = _consider(cg + mg, ch + mh, ce + me + shift, rule, parent_term)
             if gain > best:
                 best = gain
                 best_bin = t
@@ -126,28 +163,21 @@ def scan_feature(hf, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, count_factor
 
 
 @njit(cache=True, nogil=True)
-def _store_split(f, res, gain, bin_, missing_left, left_sums):
-    gain[f] = res[0]
-    bin_[f] = res[1]
-    missing_left[f] = res[2]
-    left_sums[f, G_CH] = res[3]
-    left_sums[f, H_CH] = res[4]
-    left_sums[f, C_CH] = res[5]
+def _store_split(f, res, splits):
+    splits.gain[f] = res[0]
+    splits.bin[f] = res[1]
+    splits.missing_left[f] = res[2]
+    splits.left_sums[f, G_CH] = res[3]
+    splits.left_sums[f, H_CH] = res[4]
+    splits.left_sums[f, C_CH] = res[5]
 
 
 @njit(parallel=True, cache=True)
-def best_splits_per_feature(hist, features, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                            count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
-    """Fill the best split arrays of ``features`` from the flat ``hist``; parallel over features.
-
-    ``gain[f]`` is ``-inf`` when feature ``f`` has no admissible split.
-    ``left_sums[f]`` holds (G_L, H_L, count_L) of that split.
-    """
+def best_splits_per_feature(hist, features, offsets, n_bins, rule, splits):
+    """Fill the split records of ``features`` from the flat ``hist``; parallel over features."""
     for k in prange(features.shape[0]):
         f = features[k]
-        res = scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
-                            min_samples_leaf, count_factor, min_child_weight, reg_lambda)
-        _store_split(f, res, gain, bin_, missing_left, left_sums)
+        _store_split(f, scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
 
 
 def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[int, float]:
@@ -170,19 +200,14 @@ def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[
 # and written to the node's histogram buffer only when the grower keeps it for a later subtraction.
 
 @njit(cache=True, nogil=True, inline="always")
-def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, nb, sum_g, sum_h, sum_c,
-                    min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
-                    missing_left, left_sums):
+def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, nb, rule, splits):
     accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
-    res = scan_feature(hf, nb, sum_g, sum_h, sum_c, min_samples_leaf, count_factor,
-                        min_child_weight, reg_lambda)
-    _store_split(f, res, gain, bin_, missing_left, left_sums)
+    _store_split(f, scan_feature(hf, nb, rule), splits)
 
 
 @njit(parallel=True, cache=True)
-def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins,
-                   sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight, reg_lambda,
-                   gain, bin_, missing_left, left_sums):
+def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins, rule,
+                   splits):
     """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature.
 
     If ``keep`` the histogram is written to the feature's bins of the flat ``hist`` (for a later
@@ -194,56 +219,40 @@ def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist,
         for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
             f = features[k]
             hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
-            _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], sum_g, sum_h, sum_c,
-                            min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
-                            missing_left, left_sums)
+            _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
 
 
 @njit(cache=True, nogil=True)
-def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins,
-                          sum_g, sum_h, sum_c, min_samples_leaf, count_factor, min_child_weight,
-                          reg_lambda, gain, bin_, missing_left, left_sums):
+def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins, rule,
+                          splits):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
     scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
     for k in range(features.shape[0]):
         f = features[k]
         hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
-        _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], sum_g, sum_h, sum_c,
-                        min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
-                        missing_left, left_sums)
+        _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                       count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums):
+def _subtract_scan_one(parent, small, f, offsets, n_bins, rule, splits):
     for b in range(offsets[f], offsets[f + 1]):
         parent[b, G_CH] -= small[b, G_CH]
         parent[b, H_CH] -= small[b, H_CH]
         parent[b, C_CH] -= small[b, C_CH]
-    res = scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], sum_g, sum_h, sum_c,
-                        min_samples_leaf, count_factor, min_child_weight, reg_lambda)
-    _store_split(f, res, gain, bin_, missing_left, left_sums)
+    _store_split(f, scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
 
 
 @njit(parallel=True, cache=True)
-def subtract_and_scan(parent, small, features, offsets, n_bins, sum_g, sum_h, sum_c,
-                      min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
-                      missing_left, left_sums):
+def subtract_and_scan(parent, small, features, offsets, n_bins, rule, splits):
     """Feature ``f``'s bins: ``parent -= small`` (the parent's buffer becomes the larger child's),
     then scan them."""
     for k in prange(features.shape[0]):
-        f = features[k]
-        _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                           count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
+        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits)
 
 
 @njit(cache=True, nogil=True)
-def subtract_and_scan_serial(parent, small, features, offsets, n_bins, sum_g, sum_h, sum_c,
-                             min_samples_leaf, count_factor, min_child_weight, reg_lambda, gain, bin_,
-                             missing_left, left_sums):
+def subtract_and_scan_serial(parent, small, features, offsets, n_bins, rule, splits):
     """:func:`subtract_and_scan` on one thread (a few features: no thread-pool wake-up)."""
     for k in range(features.shape[0]):
-        f = features[k]
-        _subtract_scan_one(parent, small, f, offsets, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                           count_factor, min_child_weight, reg_lambda, gain, bin_, missing_left, left_sums)
+        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits)
