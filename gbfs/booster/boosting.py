@@ -38,7 +38,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
     sample_rng : numpy Generator or None
         Source of the row sampler's draws.
     """
-    if params.loss == "softmax":  # one tree per class per round: gbfs.booster.multiclass_boosting
+    if params.loss.trees_per_round > 1:  # one tree per class per round: gbfs.booster.multiclass_boosting
         return boost_softmax(X_binned, y, bin_mapper, params, usage, evals, callbacks, model, search,
                              sample_rng)
     step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng)

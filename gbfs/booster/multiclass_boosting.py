@@ -49,14 +49,14 @@ class SoftmaxEvaluator:
 
 def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(), callbacks=(),
                   model=None, search: FeatureSearch | None = None, sample_rng=None) -> BoostingResult:
-    """Fit ``params.n_estimators`` rounds of ``params.n_classes`` trees.
+    """Fit ``params.n_estimators`` rounds of one tree per class of ``params.loss`` (a :class:`SoftmaxLoss`).
 
     Parameters are those of :func:`gbfs.booster.boosting.boost`, with ``y`` (and every eval set's labels)
     the class codes ``0 .. K-1`` as floats.  The result's ``init_score`` is the array of the
     classes' initial scores and its ``trees`` are round-major.
     """
-    K = params.n_classes
-    loss = SoftmaxLoss(K)
+    loss = params.loss
+    K = loss.n_classes
     codes = y.astype(np.int64)
     shared = RoundScores(loss, codes)
     grower = TreeGrower(X_binned, bin_mapper, params.growth, search)

@@ -22,6 +22,7 @@ import numpy as np
 
 from .callbacks import CallbackEnv, EarlyStopException, reset_all
 from .growing.grower import GrowthParams
+from .losses.loss import LogisticLoss
 from .losses.metrics import rmse, roc_auc
 from .tree import PackedEnsemble, Tree
 from .usage import GainScale, Usage
@@ -52,7 +53,7 @@ LEAF_ESTIMATES = {e.name: e for e in (LeafEstimate("mean", False), LeafEstimate(
 
 @dataclass
 class BoostingParams:
-    loss: str = "logistic"
+    loss: object = LogisticLoss  # the loss object (gbfs.booster.losses): a class or an instance
     # the selection method (gbfs.criteria.methods.Method), resolved: the loop asks it only what the
     # split gains are divided by (GainScale); None compares raw gains with the penalty
     method: GainScale | None = None
@@ -68,11 +69,6 @@ class BoostingParams:
     # not grown for ``selection_patience`` trees: its trees are discarded, only the selection is kept
     stop_when_full: bool = False
     selection_patience: int | None = None
-    # ranking (loss "lambdarank"): the training rows' query offsets, and the k of NDCG@k
-    query: np.ndarray | None = None
-    eval_at: int = 10
-    # multiclass (loss "softmax"): the number of classes, one tree each per round
-    n_classes: int = 2
 
 
 @dataclass
@@ -97,7 +93,7 @@ class Evaluator:
 
     def record(self, rec: dict) -> None:
         rec[f"{self.name}_loss"] = self.loss.loss(self.y, self.raw)
-        if self.loss.name == "logistic":
+        if self.loss.scores_auc:
             rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
         if hasattr(self.loss, "metrics"):
             rec.update({f"{self.name}_{k}": v for k, v in self.loss.metrics(self.y, self.raw).items()})

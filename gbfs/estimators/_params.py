@@ -18,6 +18,8 @@ from sklearn.utils import check_random_state
 from .. import validation as V
 from ..booster.growing.grower import GrowthParams
 from ..booster.kernels._types import MAX_BINS
+from ..booster.losses.loss import LOSSES
+from ..booster.losses.ranking import LambdaRankLoss
 from ..booster.rounds import CRITERIA, LEAF_ESTIMATES, BoostingParams
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
@@ -97,6 +99,14 @@ def _checked(est) -> dict:
     return {name: c.check(name, getattr(est, name, ABSENT.get(name))) for name, c in CONSTRAINTS.items()}
 
 
+def loss_of(name: str, eval_at: int = 10):
+    """The loss object of an estimator's ``_loss`` name (LambdaRank's scores NDCG@``eval_at``; its
+    query groups are the training rows', set when they are known)."""
+    if name == LambdaRankLoss.name:
+        return LambdaRankLoss(np.zeros(1, dtype=np.int64), eval_at)
+    return LOSSES[name]
+
+
 def boosting_params(est) -> BoostingParams:
     """:func:`check_params`, and that ``n_threads`` fits numba's thread pool: a fit with more threads
     than numba was started with is refused (prediction caps them, see :func:`prediction_threads`)."""
@@ -140,13 +150,13 @@ def check_params(est, warn: bool = True) -> BoostingParams:
     sampler = sampling.from_params(est.sampler, est.subsample, est.top_rate, est.other_rate,
                                    est.mvs_lambda, est.goss_style, learning_rate, warn=warn)
     return BoostingParams(
-        loss=est._loss, method=METHODS[method], sampler=sampler,
+        loss=loss_of(est._loss, V.check_int("eval_at", getattr(est, "eval_at", 10), 1)),
+        method=METHODS[method], sampler=sampler,
         n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
         learning_rate=learning_rate,
         criterion=CRITERIA[V.check_choice("criterion", est.criterion, CRITERIA)],
         leaf_estimate=LEAF_ESTIMATES[V.check_choice("leaf_estimate", est.leaf_estimate, LEAF_ESTIMATES)],
         growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
-        eval_at=V.check_int("eval_at", getattr(est, "eval_at", 10), 1),
         stop_when_full=bool(est.refit) and not METHODS[method].ranks,
         selection_patience=None if METHODS[method].ranks else est.selection_patience)
 

@@ -24,8 +24,9 @@ def is_multiclass(est) -> bool:
 
 
 def target_params(n_classes: int) -> dict:
-    """The :class:`gbfs.booster.rounds.BoostingParams` fields of a fit on ``n_classes`` classes."""
-    return {"loss": "softmax", "n_classes": int(n_classes)} if n_classes > 2 else {}
+    """The :class:`gbfs.booster.rounds.BoostingParams` fields of a fit on ``n_classes`` classes: the
+    softmax on more than two."""
+    return {"loss": SoftmaxLoss(int(n_classes))} if n_classes > 2 else {}
 
 
 def class_codes(y: np.ndarray, classes: np.ndarray) -> np.ndarray:

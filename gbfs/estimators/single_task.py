@@ -189,10 +189,12 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
         return {}
 
     def _fit_params(self, prep: fitting.Prepared) -> BoostingParams:
-        params = dataclasses.replace(self._validate_params(), query=prep.query, **prep.target)
-        if params.growth.leaf_count == "auto":   # LightGBM's count for the softmax's many classes
-            rule = "hessian" if params.loss == "softmax" else "rows"
-            params = dataclasses.replace(params, growth=dataclasses.replace(params.growth, leaf_count=rule))
+        params = dataclasses.replace(self._validate_params(), **prep.target)
+        if prep.query is not None:   # a ranking loss on the training rows' query groups
+            params = dataclasses.replace(params, loss=params.loss.with_offsets(prep.query))
+        if params.growth.leaf_count == "auto":   # the loss's own count (the softmax's: by hessian)
+            params = dataclasses.replace(params, growth=dataclasses.replace(params.growth,
+                                                                            leaf_count=params.loss.leaf_count))
         return params
 
     def _fit_prepared(self, prep: fitting.Prepared, selection=None, selection_history=None):

@@ -56,10 +56,26 @@ def _squared_loss(y, raw):
     return total / y.shape[0]
 
 
-class LogisticLoss:
+class Pointwise:
+    """What every loss tells the boosting loop: the trees a round grows (one; the softmax one per
+    class), how ``min_samples_leaf`` counts a child's rows by default (``leaf_count="auto"``),
+    whether its scores rank a binary target (AUC is recorded), and the loss on other rows (the same:
+    a pointwise loss needs nothing of the rows; a ranking loss their query groups)."""
+
+    trees_per_round = 1
+    leaf_count = "rows"
+    scores_auc = False
+
+    @classmethod
+    def with_offsets(cls, offsets):
+        return cls
+
+
+class LogisticLoss(Pointwise):
     """Binary log-loss on labels in {0, 1}; raw scores are log-odds."""
 
     name = "logistic"
+    scores_auc = True
 
     @staticmethod
     def init_score(y: np.ndarray) -> float:
@@ -79,7 +95,7 @@ class LogisticLoss:
         return expit(raw)  # no overflow warning for large negative scores
 
 
-class SquaredLoss:
+class SquaredLoss(Pointwise):
     """Half squared error; raw scores are predictions."""
 
     name = "squared_error"
@@ -101,20 +117,10 @@ class SquaredLoss:
         return raw
 
 
-def _lambdarank():
-    from .ranking import LambdaRankLoss
-
-    return LambdaRankLoss
-
-
 LOSSES = {LogisticLoss.name: LogisticLoss, SquaredLoss.name: SquaredLoss}
-#: losses whose rows come in query groups (an instance per data set: :func:`loss_for`)
-QUERY_LOSSES = {"lambdarank": _lambdarank}
 
 
 def loss_for(params, offsets=None):
-    """The loss of a fit's ``params`` (a :class:`gbfs.booster.rounds.BoostingParams`): the class of a
-    pointwise loss, or a ranking loss on ``offsets`` (default: the training queries, ``params.query``)."""
-    if params.loss in QUERY_LOSSES:
-        return QUERY_LOSSES[params.loss]()(params.query if offsets is None else offsets, params.eval_at)
-    return LOSSES[params.loss]
+    """The loss of a fit's ``params`` (a :class:`gbfs.booster.rounds.BoostingParams`) on the rows of
+    a data set: ``params.loss``, or for a ranking loss the same loss on the query groups ``offsets``."""
+    return params.loss if offsets is None else params.loss.with_offsets(offsets)

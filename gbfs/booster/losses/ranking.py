@@ -179,6 +179,9 @@ class LambdaRankLoss:
     """
 
     name = "lambdarank"
+    trees_per_round = 1
+    leaf_count = "rows"
+    scores_auc = False
 
     def __init__(self, offsets: np.ndarray, eval_at: int = 10, truncation_level: int = TRUNCATION_LEVEL,
                  sigma: float = SIGMA, norm: bool = True):

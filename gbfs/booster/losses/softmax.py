@@ -76,9 +76,12 @@ class SoftmaxLoss:
     """
 
     name = "softmax"
+    leaf_count = "hessian"  # LightGBM's count for the many small hessians of the classes
+    scores_auc = False
 
     def __init__(self, n_classes: int):
         self.n_classes = int(n_classes)
+        self.trees_per_round = self.n_classes  # one tree per class
         self.hessian_factor = self.n_classes / (self.n_classes - 1.0)
 
     def init_scores(self, codes: np.ndarray) -> np.ndarray:
