@@ -32,6 +32,7 @@ from gbfs import GBFSClassifier
 from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.selection.elimination import eliminate
+from runners.bench.matched import Matched
 
 try:
     from gbfs import selection_path
@@ -68,11 +69,11 @@ class Booster:
                               n_threads=self.threads, **kw)
 
     def lightgbm(self, seed: int, kind: str, **kw) -> LightGBMBaseline:
-        return LightGBMBaseline(kind, n_estimators=self.n_estimators, learning_rate=self.learning_rate,
-                                max_depth=self.max_depth, num_leaves=self.max_leaves,
-                                min_child_samples=self.min_samples_leaf,
-                                early_stopping_rounds=self.early_stopping_rounds, random_state=seed,
-                                n_threads=self.threads, **kw)
+        matched = Matched(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
+                          max_depth=self.max_depth, max_leaves=self.max_leaves,
+                          min_samples_leaf=self.min_samples_leaf, threads=self.threads, seed=seed)
+        return LightGBMBaseline(**matched.baseline(kind, early_stopping_rounds=self.early_stopping_rounds,
+                                                   **kw))
 
 
 def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
