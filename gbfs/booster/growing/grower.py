@@ -29,11 +29,12 @@ from ..kernels._types import ROW_DTYPE
 from ..kernels.categorical import CAT_DEFAULTS, bins_of, split_partition_set
 from ..kernels.histogram import HistogramLayout, build_histogram, gather
 from ..kernels.portable import total
-from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
+from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SERIAL_BINS, SPARSE_SHARE, SparseRows, flat_bins
 from ..kernels.splitting import (
     SplitRule,
     Splits,
     best_splits_per_feature,
+    best_splits_per_feature_serial,
     build_and_scan,
     build_and_scan_serial,
     penalized_best,
@@ -45,6 +46,7 @@ from ..usage import Usage
 from .categorical_search import CategoricalSearch
 from .feature_search import FeatureSearch
 from .partition import GrownTree, Node, split_partition
+from .pruning import Pruning
 
 #: below this many row-features (histogram updates) a node's search runs on one thread: the
 #: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
@@ -129,6 +131,7 @@ class TreeGrower:
         self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features,
                                        exclude=None if self.cats is None else self.cats.is_cat)
         self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
+        self.pruning = Pruning(X_binned, self.layout, self._numeric(self.features), params.min_samples_leaf)
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
@@ -215,6 +218,7 @@ class TreeGrower:
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
         root = Node(builder.add_node(n), 0, n, 0, total(root_rw), total(root_hw))
+        root.dead = self.pruning.root(p.leaf_count != "hessian" or hw_is_one)
         self._min_gain = p.min_split_gain
         if normaliser is not None:  # every term of a gain is at most normaliser + G^2 / (H + lambda)
             scale = normaliser + root.sum_g ** 2 / max(root.sum_h + p.reg_lambda, 1e-300)
@@ -289,7 +293,7 @@ class TreeGrower:
     def _alloc_split_arrays(self, node) -> None:
         d = self.n_features
         # a restricted search or a full budget scans a subset: the others stay at -inf (never chosen)
-        restricted = self.search.restricted or self._usage.full
+        restricted = self.search.restricted or self._usage.full or node.dead is not None
         node.splits = Splits.empty(d, -np.inf if restricted else None)
         if self.cats is not None:
             self.cats.alloc(node)
@@ -317,30 +321,37 @@ class TreeGrower:
     def _build_and_scan(self, node, rows, r_ord, h_ord, features, keep) -> None:
         self._scan_categorical(node, rows, r_ord, h_ord, features)
         sparse = self.sparse if features is self.features else None
-        features = self._numeric(features)
+        live = self.pruning.live
         if sparse is None:
-            self._fused(node, rows, r_ord, h_ord, features, keep, node.hist if keep else self._dummy_hist)
+            numeric = live(self._numeric(features), node.dead)
+            self._fused(node, rows, r_ord, h_ord, numeric, keep, node.hist if keep else self._dummy_hist)
+            node.dead = self.pruning.after_search(node.dead, numeric, node.splits.gain)
             return
         # the row-wise index covers every sparse feature at once: used when all features are searched
         if not keep and self._scratch_hist is None:
             self._scratch_hist = self.layout.new()
         hist = node.hist if keep else self._scratch_hist
-        self._fused(node, rows, r_ord, h_ord, sparse.dense_features, keep, hist)
+        dense, rowwise = live(sparse.dense_features, node.dead), live(sparse.features, node.dead)
+        self._fused(node, rows, r_ord, h_ord, dense, keep, hist)
         sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count), self.offsets,
-                               hist)
-        best_splits_per_feature(hist, sparse.features, self.offsets, self.n_bins, self.split_rule(node),
-                                node.splits)
+                               hist, rowwise)
+        scan = best_splits_per_feature_serial if flat_bins(rowwise, self.offsets) <= SERIAL_BINS \
+            else best_splits_per_feature
+        scan(hist, rowwise, self.offsets, self.n_bins, self.split_rule(node), node.splits)
+        node.dead = self.pruning.after_search(self.pruning.after_search(node.dead, dense, node.splits.gain),
+                                              rowwise, node.splits.gain)
 
     def _fill_histogram(self, node, rows, r_ord, h_ord, features) -> None:
         """``node.hist`` for ``features`` without a split search (the subtraction's smaller child)."""
+        live, dead = self.pruning.live, node.dead
         if self.sparse is None or features is not self.features:
-            build_histogram(self._X, rows, r_ord, h_ord, self._numeric(features), self.offsets, self.n_bins,
-                            node.hist)
+            build_histogram(self._X, rows, r_ord, h_ord, live(self._numeric(features), dead), self.offsets,
+                            self.n_bins, node.hist)
             return
-        build_histogram(self._X, rows, r_ord, h_ord, self.sparse.dense_features, self.offsets, self.n_bins,
-                        node.hist)
+        build_histogram(self._X, rows, r_ord, h_ord, live(self.sparse.dense_features, dead), self.offsets,
+                        self.n_bins, node.hist)
         self.sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count),
-                                    self.offsets, node.hist)
+                                    self.offsets, node.hist, live(self.sparse.features, dead))
 
     def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
         rule = self.split_rule(node)
@@ -378,11 +389,12 @@ class TreeGrower:
             subtracts = self.cats.subtracts(large)
             rows = (self._no_rows, self._no_h, self._no_h) if subtracts else self.gathered(large)
             self._scan_categorical(large, *rows, features)
-        numeric = self._numeric(features)
+        numeric = self.pruning.live(self._numeric(features), large.dead)
         serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
         kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, self.split_rule(large),
                large.splits)
+        large.dead = self.pruning.after_search(large.dead, numeric, large.splits.gain)
         large.hist = parent_hist
         if not self._keep_hist(large):
             self._release(large)
@@ -418,6 +430,7 @@ class TreeGrower:
             builder.set_categories(node.id, bins_of(bits))
         self._usage.mark_used(f)
         left.splits = right.splits = None
+        left.dead = right.dead = node.dead
         self._search_children(node, left, right)
         # free the per-feature arrays of an internal node
         node.splits = node.cat_bits = node.cat_hist = None

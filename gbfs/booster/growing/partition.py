@@ -41,7 +41,7 @@ def split_partition(partition, start, end, col, bin_threshold, missing_left, buf
 
 class Node:
     __slots__ = ("id", "start", "end", "depth", "sum_g", "sum_h", "hist", "splits", "cat_bits", "cat_hist",
-                 "feature", "score", "version", "searched")
+                 "feature", "score", "version", "searched", "dead")
 
     def __init__(self, node_id, start, end, depth, sum_g, sum_h):
         self.id = node_id
@@ -58,6 +58,7 @@ class Node:
         self.score = -np.inf
         self.version = -1
         self.searched = None  # GT-GBM: the features whose gains (and histogram) are valid
+        self.dead = None  # features that cannot split it or its descendants (growing.pruning)
 
     @property
     def count(self) -> int:

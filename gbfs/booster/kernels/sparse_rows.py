@@ -39,6 +39,14 @@ MIN_SPARSE_FEATURES = 8
 ROW_CHUNKS = 4
 MIN_CHUNK_ROWS = 4096
 CHUNK_WORK = 4
+#: per-feature passes over at most this many bins run on one thread: waking the thread pool costs
+#: more (tens of microseconds with passive OpenMP waiting) than zeroing or scanning them
+SERIAL_BINS = 16_384
+
+
+def flat_bins(features: np.ndarray, offsets: np.ndarray) -> int:
+    """Bins of ``features`` in the flat histogram (value and missing bins)."""
+    return int((offsets[features + 1] - offsets[features]).sum())
 
 
 @njit(parallel=True, cache=True)
@@ -81,14 +89,24 @@ def _row_index(X_binned, features, default, offsets, n_bins, indptr, idx):
                 pos[i] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _zero_feature(hist, f, offsets):
+    for b in range(offsets[f], offsets[f + 1]):
+        hist[b, G_CH] = 0.0
+        hist[b, H_CH] = 0.0
+        hist[b, C_CH] = 0.0
+
+
 @njit(parallel=True, cache=True)
 def _zero_bins(hist, features, offsets):
     for k in prange(features.shape[0]):
-        f = features[k]
-        for b in range(offsets[f], offsets[f + 1]):
-            hist[b, G_CH] = 0.0
-            hist[b, H_CH] = 0.0
-            hist[b, C_CH] = 0.0
+        _zero_feature(hist, features[k], offsets)
+
+
+@njit(cache=True, nogil=True)
+def _zero_bins_serial(hist, features, offsets):
+    for k in range(features.shape[0]):
+        _zero_feature(hist, features[k], offsets)
 
 
 @njit(cache=True, nogil=True)
@@ -109,10 +127,11 @@ def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist, first_row):
 
 
 @njit(parallel=True, cache=True)
-def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, bins, hist, scratch):
+def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, features, offsets, hist, scratch):
     """:func:`_accumulate_rows` over ``scratch.shape[0] + 1`` fixed row chunks in parallel: chunk 0
-    into ``hist``, chunk c into ``scratch[c - 1]``, then added in chunk order over the sparse
-    ``bins`` -- the same sums whatever the number of threads."""
+    into ``hist``, chunk c into ``scratch[c - 1]``, then added in chunk order over the bins of
+    ``features`` -- the same sums whatever the number of threads.  The bins of other sparse features
+    collect scratch values that nothing reads."""
     n_chunks = scratch.shape[0] + 1
     n = r_ord.shape[0]
     for c in prange(n_chunks):
@@ -120,42 +139,53 @@ def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, bins, hist, scratc
         hi = (c + 1) * n // n_chunks
         out = hist if c == 0 else scratch[c - 1]
         if c > 0:
-            for k in range(bins.shape[0]):
-                b = bins[k]
-                out[b, G_CH] = 0.0
-                out[b, H_CH] = 0.0
-                out[b, C_CH] = 0.0
+            for k in range(features.shape[0]):
+                for b in range(offsets[features[k]], offsets[features[k] + 1]):
+                    out[b, G_CH] = 0.0
+                    out[b, H_CH] = 0.0
+                    out[b, C_CH] = 0.0
         if rows.shape[0] == 0:
             _accumulate_rows(indptr, idx, rows, r_ord[lo:hi], h_ord[lo:hi] if h_ord.shape[0] else h_ord,
                              out, lo)
         else:
             h_part = h_ord[lo:hi] if h_ord.shape[0] else h_ord
             _accumulate_rows(indptr, idx, rows[lo:hi], r_ord[lo:hi], h_part, out, 0)
-    for k in prange(bins.shape[0]):
-        b = bins[k]
-        for c in range(n_chunks - 1):
-            hist[b, G_CH] += scratch[c, b, G_CH]
-            hist[b, H_CH] += scratch[c, b, H_CH]
-            hist[b, C_CH] += scratch[c, b, C_CH]
+    for k in prange(features.shape[0]):
+        for b in range(offsets[features[k]], offsets[features[k] + 1]):
+            for c in range(n_chunks - 1):
+                hist[b, G_CH] += scratch[c, b, G_CH]
+                hist[b, H_CH] += scratch[c, b, H_CH]
+                hist[b, C_CH] += scratch[c, b, C_CH]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _derive_feature(hist, f, offsets, default, sum_g, sum_h, sum_c):
+    g = sum_g
+    h = sum_h
+    c = sum_c
+    d_bin = offsets[f] + default[f]
+    for b in range(offsets[f], offsets[f + 1]):
+        if b != d_bin:
+            g -= hist[b, G_CH]
+            h -= hist[b, H_CH]
+            c -= hist[b, C_CH]
+    hist[d_bin, G_CH] = g
+    hist[d_bin, H_CH] = h
+    hist[d_bin, C_CH] = c
 
 
 @njit(parallel=True, cache=True)
 def _derive_default_bins(hist, features, offsets, default, sum_g, sum_h, sum_c):
     """``hist[f, default_f] = node totals - f's other bins`` for every sparse feature."""
     for k in prange(features.shape[0]):
-        f = features[k]
-        g = sum_g
-        h = sum_h
-        c = sum_c
-        d_bin = offsets[f] + default[f]
-        for b in range(offsets[f], offsets[f + 1]):
-            if b != d_bin:
-                g -= hist[b, G_CH]
-                h -= hist[b, H_CH]
-                c -= hist[b, C_CH]
-        hist[d_bin, G_CH] = g
-        hist[d_bin, H_CH] = h
-        hist[d_bin, C_CH] = c
+        _derive_feature(hist, features[k], offsets, default, sum_g, sum_h, sum_c)
+
+
+@njit(cache=True, nogil=True)
+def _derive_default_bins_serial(hist, features, offsets, default, sum_g, sum_h, sum_c):
+    """:func:`_derive_default_bins` on one thread (few bins: no thread-pool wake-up)."""
+    for k in range(features.shape[0]):
+        _derive_feature(hist, features[k], offsets, default, sum_g, sum_h, sum_c)
 
 
 class SparseRows:
@@ -174,8 +204,8 @@ class SparseRows:
     def __init__(self, features, dense_features, default, indptr, idx, offsets):
         self.features, self.dense_features = features, dense_features
         self.default, self.indptr, self.idx = default, indptr, idx
-        # the flat bins of the sparse features, which chunked accumulation zeroes and adds up
-        self.bins = np.concatenate([np.arange(offsets[f], offsets[f + 1]) for f in features])
+        # the flat bins of the sparse features: how much chunked accumulation zeroes and adds up
+        self.n_bins_total = flat_bins(features, offsets)
         self._entries_per_row = idx.shape[0] / max(1, indptr.shape[0] - 1)
         self._scratch = None
 
@@ -184,7 +214,7 @@ class SparseRows:
         the sparse bins by :data:`CHUNK_WORK` (a property of the data, never of the thread count,
         so the sums do not depend on the machine)."""
         entries = n_rows * self._entries_per_row
-        if n_rows < 2 * MIN_CHUNK_ROWS or entries < CHUNK_WORK * self.bins.shape[0]:
+        if n_rows < 2 * MIN_CHUNK_ROWS or entries < CHUNK_WORK * self.n_bins_total:
             return 1
         return int(min(ROW_CHUNKS, n_rows // MIN_CHUNK_ROWS))
 
@@ -219,19 +249,24 @@ class SparseRows:
     def nbytes(self) -> int:
         return int(self.indptr.nbytes + self.idx.nbytes)
 
-    def build_histogram(self, rows, r_ord, h_ord, sum_g, sum_h, sum_c, offsets, hist) -> None:
-        """Fill the sparse features' bins of the flat ``hist`` for a node.
+    def build_histogram(self, rows, r_ord, h_ord, sum_g, sum_h, sum_c, offsets, hist,
+                        features: np.ndarray | None = None) -> None:
+        """Fill the bins of the sparse ``features`` (default: all) of the flat ``hist`` for a node.
 
         ``rows`` empty means all rows in order; ``h_ord`` empty means unit second channel (then
-        channel 1 is the count); ``sum_*`` are the node's totals.
+        channel 1 is the count); ``sum_*`` are the node's totals.  Every non-default entry of a
+        row is added, so the bins of the sparse features left out hold values that mean nothing.
         """
-        _zero_bins(hist, self.features, offsets)
+        features = self.features if features is None else features
+        serial = flat_bins(features, offsets) <= SERIAL_BINS
+        (_zero_bins_serial if serial else _zero_bins)(hist, features, offsets)
         n_chunks = self._chunks(r_ord.shape[0])
         if n_chunks == 1:
             _accumulate_rows(self.indptr, self.idx, rows, r_ord, h_ord, hist, 0)
         else:
             if self._scratch is None or self._scratch.shape[0] < n_chunks - 1:
                 self._scratch = np.empty((n_chunks - 1,) + hist.shape, dtype=hist.dtype)
-            _accumulate_rows_chunked(self.indptr, self.idx, rows, r_ord, h_ord, self.bins, hist,
+            _accumulate_rows_chunked(self.indptr, self.idx, rows, r_ord, h_ord, features, offsets, hist,
                                      self._scratch[:n_chunks - 1])
-        _derive_default_bins(hist, self.features, offsets, self.default, sum_g, sum_h, sum_c)
+        derive = _derive_default_bins_serial if serial else _derive_default_bins
+        derive(hist, features, offsets, self.default, sum_g, sum_h, sum_c)

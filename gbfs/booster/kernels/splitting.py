@@ -180,6 +180,14 @@ def best_splits_per_feature(hist, features, offsets, n_bins, rule, splits):
         _store_split(f, scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
 
 
+@njit(cache=True, nogil=True)
+def best_splits_per_feature_serial(hist, features, offsets, n_bins, rule, splits):
+    """:func:`best_splits_per_feature` on one thread (few bins: no thread-pool wake-up)."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        _store_split(f, scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
+
+
 def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[int, float]:
     """Feature maximising ``gain / norm - penalty`` and its score (ties: lowest index).
 
