@@ -112,24 +112,45 @@ def _fit_sorted(values, max_bins, min_data_in_bin, edges, z_values):
     return n_edges
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _below_zero(v):
+    """``v`` sorts before +0.0 in the radix order: negative, or -0.0."""
+    return v < 0.0 or (v == 0.0 and np.signbit(v))
+
+
 @njit(cache=True, nogil=True)
-def _fit_column(col, m, max_bins, min_data_in_bin, edges, z_values):
-    """Edges and standardised bin values of the ``m`` NaN-free values at the start of ``col``."""
-    return _fit_sorted(sort_floats(col[:m]), max_bins, min_data_in_bin, edges, z_values)
+def _with_zeros(nz, m, n_zero):
+    """The sorted column of the sorted values ``nz[:m]`` (no +0.0 among them) and ``n_zero``
+    values +0.0, in the radix sort's order (-0.0 before +0.0)."""
+    neg = 0
+    while neg < m and _below_zero(nz[neg]):
+        neg += 1
+    col = np.empty(m + n_zero, dtype=np.float64)
+    col[:neg] = nz[:neg]
+    col[neg:neg + n_zero] = 0.0
+    col[neg + n_zero:] = nz[neg:m]
+    return col
 
 
 @njit(parallel=True, cache=True)
 def _fit_edges(X, max_bins, min_data_in_bin, edges, n_edges, z_values):
+    """Edges of every column of a dense ``X``: only its values other than +0.0 are sorted (a
+    mostly-zero column, text counts, costs its non-zeros), and the zeros are put in place."""
     n, d = X.shape
     for f in prange(d):
         col = np.empty(n, dtype=np.float64)
         m = 0
+        n_zero = 0
         for i in range(n):
             v = X[i, f]
-            if not np.isnan(v):
+            if v == 0.0 and not np.signbit(v):
+                n_zero += 1
+            elif not np.isnan(v):
                 col[m] = v
                 m += 1
-        n_edges[f] = _fit_column(col, m, max_bins, min_data_in_bin, edges[f], z_values[f])
+        nz = sort_floats(col[:m])
+        n_edges[f] = _fit_sorted(_with_zeros(nz, m, n_zero), max_bins, min_data_in_bin, edges[f],
+                                 z_values[f])
 
 
 @njit(parallel=True, cache=True)
@@ -146,14 +167,7 @@ def _fit_edges_csc(n, indptr, data, max_bins, min_data_in_bin, edges, n_edges, z
                 m += 1
         # only the stored values are sorted; the implicit zeros are put in place around them
         nz = sort_floats(stored[:m])
-        n_zero = n - (indptr[f + 1] - indptr[f])
-        neg = 0
-        while neg < m and nz[neg] < 0.0:
-            neg += 1
-        col = np.empty(m + n_zero, dtype=np.float64)
-        col[:neg] = nz[:neg]
-        col[neg:neg + n_zero] = 0.0
-        col[neg + n_zero:] = nz[neg:]
+        col = _with_zeros(nz, m, n - (indptr[f + 1] - indptr[f]))
         n_edges[f] = _fit_sorted(col, max_bins, min_data_in_bin, edges[f], z_values[f])
 
 
@@ -185,9 +199,14 @@ def _map_to_bins(X, edges, n_edges, out):
     for blk in prange(n_blocks):
         f0 = blk * _FEATURE_BLOCK
         f1 = min(d, f0 + _FEATURE_BLOCK)
+        zero = np.empty(f1 - f0, dtype=np.uint8)
+        for f in range(f0, f1):
+            zero[f - f0] = _bin_of(0.0, edges[f], n_edges[f])
         for i in range(n):
             for f in range(f0, f1):
-                out[i, f] = _bin_of(X[i, f], edges[f], n_edges[f])
+                v = X[i, f]
+                # zeros (most cells of count data) skip the search: their bin is known
+                out[i, f] = zero[f - f0] if v == 0.0 else _bin_of(v, edges[f], n_edges[f])
 
 
 @njit(parallel=True, cache=True)
