@@ -221,21 +221,22 @@ def check_labels(y: np.ndarray, name: str = "y") -> np.ndarray:
     return classes
 
 
-def class_labels(y: np.ndarray, name: str = "y") -> np.ndarray:
-    """The classes of a classification target (sorted): at least two."""
+def _two_or_more(y: np.ndarray, name: str, need: str) -> np.ndarray:
+    """``y``'s classes (:func:`check_labels`), refusing a single class with ``need`` as the reason."""
     classes = check_labels(y, name)
     if classes.shape[0] < 2:
-        raise ValueError(f"{name} has only one class ({classes.tolist()}); a classifier needs at least "
-                         "two")
+        raise ValueError(f"{name} has only one class ({classes.tolist()}); {need}")
     return classes
+
+
+def class_labels(y: np.ndarray, name: str = "y") -> np.ndarray:
+    """The classes of a classification target (sorted): at least two."""
+    return _two_or_more(y, name, "a classifier needs at least two")
 
 
 def binary_classes(y: np.ndarray, name: str = "y") -> np.ndarray:
     """The two classes of a binary target (sorted; ``classes[1]`` is the positive class)."""
-    classes = check_labels(y, name)
-    if classes.shape[0] < 2:
-        raise ValueError(f"{name} has only one class ({classes.tolist()}); "
-                         "GBFSClassifier needs exactly two classes")
+    classes = _two_or_more(y, name, "GBFSClassifier needs exactly two classes")
     if classes.shape[0] > 2:
         raise ValueError(f"Only binary classification is supported. {name} has {classes.shape[0]} "
                          f"classes ({classes[:10].tolist()}); GBFSClassifier needs exactly two")

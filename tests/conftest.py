@@ -1,8 +1,5 @@
-"""Shared small, seeded data sets for the estimator-level tests.
-
-Everything here is deliberately small (a few hundred rows, a dozen features) so that
-each test file stays fast on a 2-core machine once numba has compiled its kernels.
-"""
+"""Fixtures shared by the tests: the small, seeded data sets of the estimator-level tests (drawn by
+``tests/estimator_cases.py``), small booster settings, and MLflow's state and stores."""
 
 from __future__ import annotations
 
@@ -14,29 +11,8 @@ import os
 # thread pool; subprocesses the tests start inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import numpy as np  # noqa: E402
-import pytest
-
-N_SAMPLES = 400
-N_FEATURES = 12
-N_INFORMATIVE = 3
-
-
-def sparse_classification(n_samples=N_SAMPLES, n_features=N_FEATURES, seed=0):
-    """Binary labels driven by the first ``N_INFORMATIVE`` columns; the rest is noise."""
-    rng = np.random.default_rng(seed)
-    X = rng.random((n_samples, n_features))
-    logit = 4.0 * (X[:, 0] - 0.5) - 3.0 * (X[:, 1] - 0.5) + 2.0 * (X[:, 2] > 0.5) - 1.0
-    y = (logit + 0.5 * rng.standard_normal(n_samples) > 0).astype(np.int64)
-    return X, y
-
-
-def sparse_regression(n_samples=N_SAMPLES, n_features=N_FEATURES, seed=1):
-    """``y = 2 x0 - 3 * 2^x1 + log2(1 + x2) + 0.3 eps`` (Figure 1 of the GT-GBM paper), noise columns."""
-    rng = np.random.default_rng(seed)
-    X = rng.random((n_samples, n_features))
-    y = 2 * X[:, 0] - 3 * 2.0 ** X[:, 1] + np.log2(1 + X[:, 2]) + 0.3 * rng.standard_normal(n_samples)
-    return X, y
+import pytest  # noqa: E402
+from estimator_cases import sparse_classification, sparse_regression  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -23,20 +23,23 @@ def default_n_subsets(s: int, delta: float) -> int:
     return 1 if s == 1 else math.ceil(math.e * s * math.log(s / delta))
 
 
+def _varying_columns(X: np.ndarray):
+    """``(j, col, ok, lo, hi)`` of every column of ``X`` whose non-NaN entries (``ok``) span
+    ``lo < hi``; the others (constant, or no value at all) stay 0 when standardised."""
+    for j in range(X.shape[1]):
+        col = X[:, j]
+        ok = ~np.isnan(col)
+        if ok.any() and col[ok].max() > col[ok].min():
+            yield j, col, ok, col[ok].min(), col[ok].max()
+
+
 def standardise(X: np.ndarray) -> np.ndarray:
     """``(x - min) / (max - min)`` per column over the non-NaN entries, in float64."""
     X = np.asarray(X, dtype=np.float64)
     Z = np.zeros_like(X)
-    for j in range(X.shape[1]):
-        col = X[:, j]
-        ok = ~np.isnan(col)
-        if not ok.any():
-            continue  # no value at all: 0 everywhere
-        lo, hi = col[ok].min(), col[ok].max()
-        if hi > lo:
-            Z[ok, j] = (col[ok] - lo) / (hi - lo)
-            Z[~ok, j] = Z[ok, j].mean()
-        # a constant column (and its NaN entries) stays 0
+    for j, col, ok, lo, hi in _varying_columns(X):
+        Z[ok, j] = (col[ok] - lo) / (hi - lo)
+        Z[~ok, j] = Z[ok, j].mean()
     return Z
 
 
@@ -49,14 +52,7 @@ def standardise_binned(X: np.ndarray, edges_list) -> np.ndarray:
     """
     X = np.asarray(X, dtype=np.float64)
     Z = np.zeros_like(X)
-    for j in range(X.shape[1]):
-        col = X[:, j]
-        ok = ~np.isnan(col)
-        if not ok.any():
-            continue
-        lo, hi = col[ok].min(), col[ok].max()
-        if not hi > lo:
-            continue
+    for j, col, ok, lo, hi in _varying_columns(X):
         b = np.searchsorted(np.asarray(edges_list[j]), col[ok], side="left")
         means = {k: col[ok][b == k].mean() for k in np.unique(b)}
         Z[ok, j] = (np.array([means[k] for k in b]) - lo) / (hi - lo)

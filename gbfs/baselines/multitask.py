@@ -47,9 +47,32 @@ def _first_use(arrays) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
+#: the Parameters section of every multitask baseline's docstring
+_PARAMS_DOC = """
+    Parameters
+    ----------
+    estimator : a single-task estimator (GBFSClassifier, GBFSRegressor, LightGBMBaseline, ...)
+    """
+
+
+def _eval_triples(eval_set) -> list:
+    """``eval_set`` as a list of ``(X_val, y_val, task_val)`` (a single tuple, a list, or None)."""
+    if eval_set is None:
+        return []
+    return [eval_set] if isinstance(eval_set, tuple) else eval_set
+
+
 class _TaskMeta(BaseEstimator):
     def __init__(self, estimator):
         self.estimator = estimator
+
+    def _start_fit(self, X, task) -> tuple[np.ndarray, np.ndarray]:
+        """``X`` as float64 and ``task`` as labels; sets ``tasks_`` (sorted) and ``n_features_in_``."""
+        X = np.asarray(X, dtype=np.float64)
+        t = _tasks(task)
+        self.tasks_ = np.unique(t)
+        self.n_features_in_ = X.shape[1]
+        return X, t
 
     def predict_proba(self, X, task):
         """Probabilities of ``classes_[0]`` and ``classes_[1]`` of each row under its task's model."""
@@ -73,18 +96,11 @@ class _TaskMeta(BaseEstimator):
 
 
 class PooledTasks(_TaskMeta):
-    """SingleTask: ``estimator`` fitted on the pooled rows with the task id one-hot encoded.
-
-    Parameters
-    ----------
-    estimator : a single-task estimator (GBFSClassifier, GBFSRegressor, LightGBMBaseline, ...)
-    """
+    __doc__ = ("SingleTask: ``estimator`` fitted on the pooled rows with the task id one-hot encoded.\n"
+               + _PARAMS_DOC)
 
     def fit(self, X, y, task, eval_set=None, **fit_params):
-        X = np.asarray(X, dtype=np.float64)
-        t = _tasks(task)
-        self.tasks_ = np.unique(t)
-        self.n_features_in_ = X.shape[1]
+        X, t = self._start_fit(X, task)
         est = clone(self.estimator)
         extra = self.tasks_.shape[0]
         params = est.get_params()
@@ -98,8 +114,7 @@ class PooledTasks(_TaskMeta):
             bags = np.asarray(params["feature_bags"], dtype=np.int64)
             est.set_params(feature_bags=np.concatenate([bags, bags.max() + 1 + np.arange(extra)]))
         if eval_set is not None:
-            triples = [eval_set] if isinstance(eval_set, tuple) else eval_set
-            fit_params["eval_set"] = [(self._pooled(Xv, tv), yv) for Xv, yv, tv in triples]
+            fit_params["eval_set"] = [(self._pooled(Xv, tv), yv) for Xv, yv, tv in _eval_triples(eval_set)]
         self.estimator_ = est.fit(self._pooled(X, t), y, **fit_params)
         if is_classifier(est):
             self.classes_ = self.estimator_.classes_
@@ -122,23 +137,14 @@ class PooledTasks(_TaskMeta):
 
 
 class IndependentTasks(_TaskMeta):
-    """One clone of ``estimator`` per task, fitted on that task's rows only.
-
-    Parameters
-    ----------
-    estimator : a single-task estimator (GBFSClassifier, GBFSRegressor, LightGBMBaseline, ...)
-    """
+    __doc__ = "One clone of ``estimator`` per task, fitted on that task's rows only.\n" + _PARAMS_DOC
 
     def fit(self, X, y, task, eval_set=None, **fit_params):
-        X = np.asarray(X, dtype=np.float64)
+        X, t = self._start_fit(X, task)
         y = np.asarray(y)
-        t = _tasks(task)
-        self.tasks_ = np.unique(t)
-        self.n_features_in_ = X.shape[1]
         idx = _index(self.tasks_, t, X.shape[0])
-        triples = [] if eval_set is None else ([eval_set] if isinstance(eval_set, tuple) else eval_set)
         val = [(np.asarray(Xv, dtype=np.float64), np.asarray(yv),
-                _index(self.tasks_, tv, len(yv), "eval_set task")) for Xv, yv, tv in triples]
+                _index(self.tasks_, tv, len(yv), "eval_set task")) for Xv, yv, tv in _eval_triples(eval_set)]
         self.estimators_ = []
         for k in range(self.tasks_.shape[0]):
             kw = dict(fit_params)

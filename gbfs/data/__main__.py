@@ -12,8 +12,10 @@ load, and the error it would raise.  Exit status 1 on any failure.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
+from collections.abc import Callable
 
 from . import BUNDLED, GENERATORS, load_dataset, read_dataset_manifest
 from .fetching.download import (
@@ -28,6 +30,7 @@ from .fetching.lockfile import lock_path, remove_lock_entries
 from .fetching.manifest import (
     ENV_MIRROR,
     DataRootError,
+    Manifest,
     ManifestError,
     available_manifests,
     dataset_lock,
@@ -103,6 +106,18 @@ def _nothing_to_fetch(args) -> int | None:
     return 0
 
 
+def _on_manifest(command: Callable[[argparse.Namespace, Manifest], int]
+                 ) -> Callable[[argparse.Namespace], int]:
+    """A command on a real dataset: ``command(args, manifest)``; for a synthetic or bundled one,
+    :func:`_nothing_to_fetch`'s answer."""
+    @functools.wraps(command)
+    def run(args) -> int:
+        if (done := _nothing_to_fetch(args)) is not None:
+            return done
+        return command(args, read_dataset_manifest(args.name, args.root))
+    return run
+
+
 def _listed(items: list, n: int = 10) -> str:
     return ", ".join(map(str, items[:n])) + (f" ... ({len(items)} in all)" if len(items) > n else "")
 
@@ -165,28 +180,22 @@ def cmd_info(args) -> int:
     return 0
 
 
-def cmd_download(args) -> int:
-    if (done := _nothing_to_fetch(args)) is not None:
-        return done
-    m = read_dataset_manifest(args.name, args.root)
+@_on_manifest
+def cmd_download(args, m: Manifest) -> int:
     with dataset_lock(m, args.root):
         fetch_dataset(m, args.root, mirror=args.mirror, progress=not args.no_progress, policy=_policy(args))
     print(f"{m.name}: downloaded to {raw_dir(m, args.root)}")
     return 0 if _print_files(m, args.root) else 1
 
 
-def cmd_verify(args) -> int:
-    if (done := _nothing_to_fetch(args)) is not None:
-        return done
-    m = read_dataset_manifest(args.name, args.root)
+@_on_manifest
+def cmd_verify(args, m: Manifest) -> int:
     print(f"{m.name}: {raw_dir(m, args.root)} (every file re-hashed)")
     return 0 if _print_files(m, args.root, fresh=True) else 1
 
 
-def cmd_prepare(args) -> int:
-    if (done := _nothing_to_fetch(args)) is not None:
-        return done
-    m = read_dataset_manifest(args.name, args.root)
+@_on_manifest
+def cmd_prepare(args, m: Manifest) -> int:
     prepare(m, args.root, download=True, mirror=args.mirror, progress=not args.no_progress,
             policy=_policy(args))
     print(f"{m.name}:")
@@ -195,10 +204,8 @@ def cmd_prepare(args) -> int:
     return 0
 
 
-def cmd_unlock(args) -> int:
-    if (done := _nothing_to_fetch(args)) is not None:
-        return done
-    m = read_dataset_manifest(args.name, args.root)
+@_on_manifest
+def cmd_unlock(args, m: Manifest) -> int:
     folder = raw_dir(m, args.root)
     unknown = [f for f in args.files if f not in m.files]
     published = [f for f in args.files if f in m.files and m.sha256(f)]

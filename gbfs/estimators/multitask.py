@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 import time
+from collections.abc import Callable
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
@@ -217,12 +218,6 @@ class _MultitaskBase(BaseGBFS):
                     raw[rows] = out
         return raw
 
-    def _get_support_mask(self):
-        check_is_fitted(self, "_task_trees")
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.selected_features_] = True
-        return mask
-
     @property
     def trees_(self):
         """The fitted trees of each task (a list per task, in boosting order)."""
@@ -293,15 +288,23 @@ _params.insert(_names.index("mu") + 1,
 _MultitaskBase.__init__.__signature__ = _base_signature.replace(parameters=_params)
 
 
-@envelope.register_model
-class GBFSMultitaskClassifier(ClassifierMixin, _MultitaskBase):
-    __doc__ = ("Multitask gradient boosted feature selection for binary classification (log-loss): one\n"
-               "    ensemble per task, features selected jointly (GT-GBM paper, Algorithm 1, Eq. 2).\n"
-               + MULTITASK_PARAM_DOC)
-    _loss = "logistic"
-    _fit_target = GBFSClassifier._binary_fit_target
-    _encode_y = GBFSClassifier._encode_y
+def _multitask_of(single_task: type[BaseGBFS], target: str, fit_target: Callable) -> Callable[[type], type]:
+    """Class decorator of the multitask estimator of ``single_task``, whose ``target`` it names in its
+    docstring: the loss and the labels' encoding of ``single_task``, the target check ``fit_target``,
+    and model files of its own (:func:`gbfs.io.envelope.register_model`)."""
+    def make(cls: type) -> type:
+        cls.__doc__ = (f"Multitask gradient boosted feature selection for {target}: one\n    ensemble "
+                       "per task, features selected jointly (GT-GBM paper, Algorithm 1, Eq. 2).\n"
+                       + MULTITASK_PARAM_DOC)
+        cls._loss = single_task._loss
+        cls._fit_target = fit_target
+        cls._encode_y = single_task._encode_y
+        return envelope.register_model(cls)
+    return make
 
+
+@_multitask_of(GBFSClassifier, "binary classification (log-loss)", GBFSClassifier._binary_fit_target)
+class GBFSMultitaskClassifier(ClassifierMixin, _MultitaskBase):
     def decision_function(self, X, task):
         """Raw log-odds of ``classes_[1]`` of each row under its task's model."""
         return self._raw_predict(X, task)
@@ -320,15 +323,8 @@ class GBFSMultitaskClassifier(ClassifierMixin, _MultitaskBase):
         return float(accuracy_score(y, self.predict(X, task), sample_weight=sample_weight))
 
 
-@envelope.register_model
+@_multitask_of(GBFSRegressor, "regression (squared error)", GBFSRegressor._fit_target)
 class GBFSMultitaskRegressor(RegressorMixin, _MultitaskBase):
-    __doc__ = ("Multitask gradient boosted feature selection for regression (squared error): one\n"
-               "    ensemble per task, features selected jointly (GT-GBM paper, Algorithm 1, Eq. 2).\n"
-               + MULTITASK_PARAM_DOC)
-    _loss = "squared_error"
-    _fit_target = GBFSRegressor._fit_target
-    _encode_y = GBFSRegressor._encode_y
-
     def predict(self, X, task):
         return self._raw_predict(X, task)
 

@@ -13,7 +13,8 @@ same rows.
 
 Each sampler is one frozen-dataclass subclass of :class:`RowSampler` registered under its name with
 :func:`register` (``GBFSClassifier(sampler=name)``); its fields are the estimator arguments it
-reads, each declared with :func:`param` (default and range check).
+reads, each declared with :func:`param` (default, range check and description, from which
+:func:`register` writes the Parameters section of the sampler's docstring).
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ POSITIVE = partial(check_real, low=0.0, low_open=True)
 GOSS_STYLE = partial(check_choice, choices=GOSS_STYLES)
 
 
-def param(default: object, check: Callable[[str, object], object]):
-    """A sampler parameter: a dataclass field with its default and range check.
+def param(default: object, check: Callable[[str, object], object], doc: str | None = None):
+    """A sampler parameter: a dataclass field with its default, range check and description.
 
     Parameters
     ----------
@@ -73,8 +74,29 @@ def param(default: object, check: Callable[[str, object], object]):
         Used when the estimator's argument is not given (see :data:`ARGUMENTS`).
     check : callable
         ``check(name, value)``, raising a ValueError naming the argument when value is out of range.
+    doc : str or None, default=None
+        The parameter's description.  Once any field of a sampler has one, :func:`register` appends
+        the Parameters section of all its fields to the sampler's docstring.
     """
-    return field(default=default, metadata={"check": check})
+    return field(default=default, metadata={"check": check, "doc": doc})
+
+
+def _parameters_doc(cls: type) -> str | None:
+    """The numpydoc Parameters section of ``cls``'s fields, or None when none has a description."""
+    if all(f.metadata.get("doc") is None for f in fields(cls)):
+        return None
+    lines = ["", "", "    Parameters", "    ----------"]
+    for f in fields(cls):
+        check = f.metadata.get("check")
+        if getattr(check, "func", None) is check_choice:   # the type of a choice is its choices
+            kind = "{" + ", ".join(f'"{c}"' for c in check.keywords["choices"]) + "}"
+        else:
+            kind = f.type if isinstance(f.type, str) else f.type.__name__
+        default = f'"{f.default}"' if isinstance(f.default, str) else repr(f.default)
+        lines.append(f"    {f.name} : {kind}, default={default}")
+        if f.metadata.get("doc"):
+            lines.append(f"        {f.metadata['doc']}")
+    return "\n".join(lines) + "\n    "
 
 
 class RowSampler(ABC):
@@ -152,7 +174,8 @@ def register(name: str) -> Callable[[type[RowSampler]], type[RowSampler]]:
 
     The class must be a :class:`RowSampler` subclass decorated with ``@dataclass(frozen=True)``
     (below this decorator) whose fields are all in :data:`ARGUMENTS` or :data:`CONTEXT`: the
-    estimator has no other argument to set a field from, so any other name is a mistake.
+    estimator has no other argument to set a field from, so any other name is a mistake.  When its
+    fields are described (``param(..., doc=...)``), their Parameters section ends its docstring.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"a sampler name must be a non-empty str, got {name!r}")
@@ -170,6 +193,9 @@ def register(name: str) -> Callable[[type[RowSampler]], type[RowSampler]]:
         if name in SAMPLERS:
             raise ValueError(f"sampler {name!r} is already registered ({SAMPLERS[name].__name__})")
         cls.kind = name
+        section = _parameters_doc(cls)
+        if section is not None:
+            cls.__doc__ = (cls.__doc__ or "").rstrip() + section
         SAMPLERS[name] = cls
         return cls
     return add
@@ -218,15 +244,9 @@ DEFAULTS = _RegistryView(_defaults)
 @dataclass(frozen=True)
 class SGB(RowSampler):
     """Friedman's stochastic gradient boosting (Section 2.2): exactly k = max(1, round(s N)) rows
-    uniformly without replacement, each with weight N / k.
+    uniformly without replacement, each with weight N / k."""
 
-    Parameters
-    ----------
-    subsample : float, default=0.5
-        Sample rate s, in (0, 1].
-    """
-
-    subsample: float = param(0.5, RATE)
+    subsample: float = param(0.5, RATE, "Sample rate s, in (0, 1].")
 
     def draw(self, g, h, iteration, rng):
         # Classic SGB leaves the weight at 1; we use N / k so node sums estimate full-data sums
@@ -252,22 +272,14 @@ class GOSS(RowSampler):
     exactly a rows are kept.  "lightgbm": rows ranked by |g h| instead, and every row with weight 1
     while iteration < floor(1 / learning_rate), as LightGBM's goss.hpp does (it does not sample
     while the gradients are still large).
-
-    Parameters
-    ----------
-    top_rate : float, default=0.2
-        Share of N taken from the largest-|g| rows, in [0, 1).
-    other_rate : float, default=0.1
-        Share of N drawn uniformly from the rest, in (0, 1]; top_rate + other_rate <= 1.
-    goss_style : {"paper", "lightgbm"}, default="paper"
-    learning_rate : float, default=0.1
-        The booster's learning rate, read only by goss_style="lightgbm".
     """
 
-    top_rate: float = param(0.2, TOP_RATE)
-    other_rate: float = param(0.1, RATE)
+    top_rate: float = param(0.2, TOP_RATE, "Share of N taken from the largest-|g| rows, in [0, 1).")
+    other_rate: float = param(0.1, RATE, "Share of N drawn uniformly from the rest, in (0, 1]; "
+                                         "top_rate + other_rate <= 1.")
     goss_style: str = param("paper", GOSS_STYLE)
-    learning_rate: float = param(0.1, POSITIVE)
+    learning_rate: float = param(0.1, POSITIVE,
+                                 'The booster\'s learning rate, read only by goss_style="lightgbm".')
 
     def check_params(self):
         if self.top_rate + self.other_rate > 1.0 + 1e-12:
@@ -298,7 +310,7 @@ class _MVS(RowSampler):
     (possible, the size is random) the row of largest p is kept with weight 1 / p.
     """
 
-    subsample: float = param(0.5, RATE)
+    subsample: float = param(0.5, RATE, "Sample rate s, in (0, 1]: the expected sample size is s N.")
 
     @abstractmethod
     def lambda_for(self, g: np.ndarray, h: np.ndarray | None) -> float:
@@ -319,17 +331,10 @@ class _MVS(RowSampler):
 @register("mvs")
 @dataclass(frozen=True)
 class MVS(_MVS):
-    """MVS (Section 4, Theorem 2, Algorithms 1 and 2) with a fixed lambda.
+    """MVS (Section 4, Theorem 2, Algorithms 1 and 2) with a fixed lambda."""
 
-    Parameters
-    ----------
-    subsample : float, default=0.5
-        Sample rate s, in (0, 1]: the expected sample size is s N.
-    mvs_lambda : float, default=0.1
-        lambda of g_hat = sqrt(g^2 + lambda h^2) (Eq. 9), >= 0; about 0.1 works well (Section 5).
-    """
-
-    mvs_lambda: float = param(0.1, NON_NEGATIVE)
+    mvs_lambda: float = param(0.1, NON_NEGATIVE, "lambda of g_hat = sqrt(g^2 + lambda h^2) (Eq. 9), >= 0; "
+                                                 "about 0.1 works well (Section 5).")
 
     def lambda_for(self, g, h):
         return self.mvs_lambda
@@ -338,13 +343,7 @@ class MVS(_MVS):
 @register("mvs_adaptive")
 @dataclass(frozen=True)
 class MVSAdaptive(_MVS):
-    """MVS Adaptive (Section 5): MVS with lambda re-set every iteration by :func:`adaptive_lambda`.
-
-    Parameters
-    ----------
-    subsample : float, default=0.5
-        Sample rate s, in (0, 1]: the expected sample size is s N.
-    """
+    """MVS Adaptive (Section 5): MVS with lambda re-set every iteration by :func:`adaptive_lambda`."""
 
     def lambda_for(self, g, h):
         return adaptive_lambda(g, h)

@@ -11,7 +11,7 @@ compiles (or loads from numba's cache) every kernel, so that timings exclude JIT
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,7 +20,7 @@ from gbfs import GBFSClassifier
 
 
 @dataclass(frozen=True)
-class Matched:
+class TreeSettings:
     """Tree settings shared by both learners (``max_depth=-1``: no depth limit, LightGBM's -1)."""
 
     n_estimators: int = 100
@@ -32,6 +32,17 @@ class Matched:
     reg_lambda: float = 0.0
     max_bins: int = 255
     threads: int | None = 2
+
+    def seeded(self, seed: int) -> Matched:
+        """These settings and ``seed``: both learners' arguments."""
+        return Matched(**{f.name: getattr(self, f.name) for f in fields(TreeSettings)}, seed=seed)
+
+
+@dataclass(frozen=True)
+class Matched(TreeSettings):
+    """Tree settings shared by both learners and their seed (``max_depth=-1``: no depth limit,
+    LightGBM's -1)."""
+
     seed: int = 0
 
     def ours(self, **extra) -> dict:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse
+from estimator_cases import every_method
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 from gbfs.booster.binning import BinMapper
@@ -236,11 +237,7 @@ def test_sparse_input_with_categorical_codes_equals_dense():
 
 
 @pytest.mark.parametrize("params", [
-    {"method": "agbm", "mu": 0.0},
-    {"method": "gbfs", "mu": 1.0, "sampler": "goss"},
-    {"method": "gtgbm", "mu": 0.01, "n_target_features": 2},
-    {"method": "agbm", "mu": 0.01, "max_features": 2, "refit": True},
-    {"method": "topk", "max_features": 2},
+    *every_method(2),
     {"method": "agbm", "mu": 0.0, "criterion": "newton", "leaf_estimate": "newton", "sampler": "mvs"},
 ])
 def test_every_method_predicts_its_training_scores_and_round_trips(params, tmp_path):

@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import io
 import json
+import lzma
 import math
 import os
 import shutil
@@ -49,6 +50,8 @@ from gbfs.data.fetching.manifest import REPO_DATASETS, parse_manifest, raw_dir, 
 from gbfs.data.fetching.sanity import problem
 
 FAST = RetryPolicy(retries=2, backoff=0.0, timeout=5.0)
+#: the single-stream compressions of a downloaded or own data file, by its suffix
+STREAMS = {"gz": gzip.compress, "bz2": bz2.compress, "xz": lzma.compress}
 COMMITTED = json.loads((REPO_DATASETS / "flight.json").read_text())
 URL_PATH = {f: urlsplit(u).path for f, u in COMMITTED["sources"][0]["urls"].items()}
 TRAIN, TEST = "train-0.1m.csv", "test.csv"
@@ -280,20 +283,19 @@ def test_file_placed_by_hand_must_be_plausible_before_it_is_locked(root):
     assert TEST not in read_lock(_raw(root))
 
 
-def _compressed(kind: str, text: bytes) -> bytes:
-    if kind == "bz2":
-        return bz2.compress(text)
-    if kind == "gz":
-        return gzip.compress(text)
+def compressed(kind: str, data: bytes, member: str = "member.txt") -> bytes:
+    """``data`` compressed as a ``kind`` file (``gz``, ``bz2``, ``xz``; ``zip``: one ``member``)."""
+    if kind in STREAMS:
+        return STREAMS[kind](data)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("member.txt", text)
+        zf.writestr(member, data)
     return buf.getvalue()
 
 
 @pytest.mark.parametrize("kind", ["bz2", "gz", "zip"])
 def test_compressed_file_without_checksum_must_decompress_to_its_end(tmp_path, server, kind):
-    body = _compressed(kind, np.random.default_rng(0).bytes(50_000).hex().encode())
+    body = compressed(kind, np.random.default_rng(0).bytes(50_000).hex().encode())
     fname = f"a.{kind}"
     server.files[f"/pub/{fname}"] = body
     m = parse_manifest({"name": "toy", "version": 1, "format": "gisette", "splits": {},

@@ -5,15 +5,11 @@ half-written, and the harness refuses before any MLflow run."""
 
 from __future__ import annotations
 
-import bz2
 import contextlib
-import gzip
 import io
-import lzma
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from harness_utils import compose_cfg
 from http_fixture import FileServer
-from test_adversarial_data import FAST, URL_PATH, _csv, _raw, _write_manifest
+from test_adversarial_data import FAST, URL_PATH, _csv, _raw, _write_manifest, compressed
 from test_data_files import root, table, write  # noqa: F401 (root: a fixture, used as data_root)
 from test_data_formats import FLIGHT_TEST
 
@@ -186,29 +182,16 @@ def test_infinite_data_is_refused_before_any_mlflow_run(tmp_path):
 
 # ----------------------------------------------------------------------------- 3. truncated files
 
-def _compress(kind: str, data: bytes, name: str) -> bytes:
-    if kind == "gz":
-        return gzip.compress(data)
-    if kind == "bz2":
-        return bz2.compress(data)
-    if kind == "xz":
-        return lzma.compress(data)
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(name, data)
-    return buf.getvalue()
-
-
 @pytest.mark.parametrize("kind", ["gz", "bz2", "xz", "zip"])
 def test_compressed_csv_loads_and_a_truncated_one_is_refused(tmp_path, data_root, kind):
     df = table(n=2000)
     text = df.to_csv(index=False).encode()
     good = tmp_path / f"good.csv.{kind}"
-    good.write_bytes(_compress(kind, text, "good.csv"))
+    good.write_bytes(compressed(kind, text, "good.csv"))
     data = files.load(good, "label", root=data_root)
     assert data.feature_names == ["x0", "x1", "x2", "x3"] and len(data.y_train) + len(data.y_test) == 2000
     cut = tmp_path / f"cut.csv.{kind}"
-    whole = _compress(kind, text, "cut.csv")
+    whole = compressed(kind, text, "cut.csv")
     cut.write_bytes(whole[: len(whole) * 2 // 3])
     with pytest.raises(ValueError, match=rf"cut\.csv\.{kind}.*truncated or corrupt"):
         files.load(cut, "label", root=data_root)

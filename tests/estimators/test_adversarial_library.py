@@ -19,6 +19,7 @@ import numba
 import numpy as np
 import pandas as pd
 import pytest
+from estimator_cases import FAST
 
 import gbfs
 import gbfs.estimators.fitting
@@ -29,7 +30,6 @@ rng = np.random.default_rng(0)
 X = rng.random((120, 4))
 Y = (X[:, 0] + 0.3 * rng.random(120) > 0.6).astype(np.int64)
 YR = 2 * X[:, 0] - X[:, 1] + 0.1 * rng.standard_normal(120)
-FAST = dict(n_estimators=5, max_leaves=6, min_samples_leaf=5, random_state=0)
 POOL = numba.config.NUMBA_NUM_THREADS
 
 
@@ -52,11 +52,6 @@ def no_training(monkeypatch):
         raise AssertionError("boost() was called: the input was not validated before training")
 
     monkeypatch.setattr(gbfs.estimators.fitting, "boost", boom)
-
-
-@pytest.fixture(scope="module")
-def clf():
-    return GBFSClassifier(**FAST).fit(X, Y)
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import stat
 import numpy as np
 import pandas as pd
 import pytest
+from estimator_cases import FAST
 
 from gbfs import GBFSClassifier, GBFSMultitaskClassifier, load_model
 from gbfs.io.envelope import checksum
@@ -23,12 +24,6 @@ rng = np.random.default_rng(11)
 X = rng.random((120, 4))
 Y = (X[:, 0] + 0.3 * rng.random(120) > 0.6).astype(np.int64)
 LABELS = np.where(Y == 1, "pos", "neg")
-FAST = dict(n_estimators=5, max_leaves=6, min_samples_leaf=5, random_state=0)
-
-
-@pytest.fixture(scope="module")
-def clf():
-    return GBFSClassifier(**FAST).fit(X, Y)
 
 
 @pytest.fixture(scope="module")

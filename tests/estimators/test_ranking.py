@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from estimator_cases import every_method
 
 from gbfs import load_model
 from gbfs.booster.losses.ranking import group_offsets, lambdarank_residuals, mrr, ndcg_at
@@ -109,13 +110,7 @@ def test_ranker_matches_lightgbm_lambdarank():
     assert ours.score(Xt, yt, gt) == pytest.approx(ndcg_at(yt, ours.predict(Xt), ot))
 
 
-@pytest.mark.parametrize("params", [
-    {"method": "agbm", "mu": 0.01},
-    {"method": "gbfs", "mu": 1.0, "sampler": "goss"},
-    {"method": "gtgbm", "mu": 0.01, "n_target_features": 3},
-    {"method": "agbm", "mu": 0.005, "max_features": 3, "refit": True},
-    {"method": "topk", "max_features": 4},
-])
+@pytest.mark.parametrize("params", every_method(3))
 def test_every_method_ranks_and_round_trips(params, tmp_path):
     X, y, g = ranking_data(150, 3)
     Xv, yv, gv = ranking_data(60, 4)

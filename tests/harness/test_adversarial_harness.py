@@ -143,6 +143,15 @@ def assert_no_run(root: Path) -> None:
     assert all_runs(root) == []
 
 
+def assert_refused(root: Path, overrides: list[str], match: str, tune: bool = False) -> None:
+    """The tiny run (``tune``: study) of ``overrides`` under ``root`` is refused with a ValueError
+    matching ``match`` before it writes anything: no store, no study, no run."""
+    cfg = tiny(root, overrides, tune=tune)
+    with pytest.raises(ValueError, match=match):
+        RUNNERS["tune" if tune else "run"](cfg)
+    assert not list(root.iterdir())
+
+
 def reproduce_cfg(root: Path, overrides: list[str], hydra_cfg: bool = False):
     base = [f"paths.root_dir={root}", f"paths.data_dir={root}/data", *overrides]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
@@ -167,10 +176,8 @@ def reproduce(root: Path, overrides: list[str], cfg=None):
     ("tune.feature_budget=abc", "tune.feature_budget"),
     ("tune.feature_budget=2.5", "tune.feature_budget")])
 def test_a_negative_or_non_numeric_budget_is_refused_naming_the_key(tmp_path, override, key):
-    cfg = tiny(tmp_path, ["tune.objective=val_auc_budget", "tune.feature_budget=3", override], tune=True)
-    with pytest.raises(ValueError, match=rf"^{key} must be"):
-        tune_module.run(cfg)
-    assert not list(tmp_path.iterdir())   # no store, no study, no run
+    assert_refused(tmp_path, ["tune.objective=val_auc_budget", "tune.feature_budget=3", override],
+                   rf"^{key} must be", tune=True)
 
 
 # ---------------------------------------------------------------- 2. every network call is bounded
@@ -248,9 +255,7 @@ def test_one_runs_timeout_never_becomes_the_next_configs_default(tmp_path, black
     ("tracking.timeout=2.5", "tracking.timeout"), ("tracking.max_retries=-1", "tracking.max_retries"),
     ("tracking.max_retries=11", "tracking.max_retries")])
 def test_a_bad_timeout_is_refused_naming_the_key(tmp_path, override, key):
-    with pytest.raises(ValueError, match=rf"^{key} must be"):
-        run_module.run(tiny(tmp_path, [override]))
-    assert not list(tmp_path.iterdir())
+    assert_refused(tmp_path, [override], rf"^{key} must be")
 
 
 @pytest.mark.slow
@@ -430,9 +435,7 @@ def test_a_really_read_only_sqlite_store_is_refused_naming_the_file(tmp_path, st
     ("not a url", r"tune.storage='not a url' is not an SQLAlchemy URL"),
     ("''", r"tune.storage must be an SQLAlchemy URL")])
 def test_a_bad_storage_url_is_refused_naming_the_key(tmp_path, url, message):
-    with pytest.raises(ValueError, match=message):
-        tune_module.run(tiny(tmp_path, [f"tune.storage={url}"], tune=True))
-    assert not list(tmp_path.iterdir())
+    assert_refused(tmp_path, [f"tune.storage={url}"], message, tune=True)
 
 
 def test_a_storage_whose_driver_is_missing_names_the_driver(tmp_path):
@@ -450,9 +453,7 @@ def test_a_storage_whose_driver_is_missing_names_the_driver(tmp_path):
     ("tracking.tags=campaign", r"tracking.tags must be a mapping.*got .campaign."),
     ("++tracking.tags={a: [1, 2]}", r"tracking.tags: the values of \['a'\] must be single values")])
 def test_tags_that_are_not_a_mapping_of_values_are_refused(tmp_path, override, message):
-    with pytest.raises(ValueError, match=message):
-        run_module.run(tiny(tmp_path, [override]))
-    assert not list(tmp_path.iterdir())
+    assert_refused(tmp_path, [override], message)
 
 
 @pytest.mark.parametrize("overrides, key", [
@@ -464,9 +465,7 @@ def test_tags_that_are_not_a_mapping_of_values_are_refused(tmp_path, override, m
     (["method=agbm_path", "method.budgets=[5,ten]"], r"method.budgets\[1\]"),
     (["method=agbm_path", "method.budgets=5"], "method.budgets")])
 def test_a_feature_budget_that_is_no_count_is_refused_naming_the_key(tmp_path, overrides, key):
-    with pytest.raises(ValueError, match=rf"^{key} must be"):
-        run_module.run(tiny(tmp_path, overrides))
-    assert not list(tmp_path.iterdir())
+    assert_refused(tmp_path, overrides, rf"^{key} must be")
 
 
 @pytest.mark.parametrize("override, key", [
@@ -475,9 +474,7 @@ def test_a_feature_budget_that_is_no_count_is_refused_naming_the_key(tmp_path, o
     ("tune.pruner_warmup_steps=1.5", "tune.pruner_warmup_steps"),
     ("tune.storage_timeout=0", "tune.storage_timeout")])
 def test_a_tuning_integer_that_is_no_integer_is_refused_naming_the_key(tmp_path, override, key):
-    with pytest.raises(ValueError, match=rf"^{key} must be"):
-        tune_module.run(tiny(tmp_path, [override], tune=True))
-    assert not list(tmp_path.iterdir())
+    assert_refused(tmp_path, [override], rf"^{key} must be", tune=True)
 
 
 def _holder(path: Path) -> subprocess.Popen:
@@ -601,6 +598,5 @@ def test_only_overrides_that_change_nothing_are_refused(tmp_path):
 
 @pytest.mark.parametrize("name", ["''", "'  '", "null"])
 def test_an_empty_study_name_is_refused(tmp_path, name):
-    with pytest.raises(ValueError, match=r"^tune.study_name must be a non-empty string"):
-        tune_module.run(tiny(tmp_path, [f"tune.study_name={name}"], tune=True))
-    assert not list(tmp_path.iterdir())
+    assert_refused(tmp_path, [f"tune.study_name={name}"], r"^tune.study_name must be a non-empty string",
+                   tune=True)

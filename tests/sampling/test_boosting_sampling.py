@@ -17,15 +17,6 @@ SAMPLERS = [dict(sampler="sgb", subsample=0.3), dict(sampler="goss", top_rate=0.
             dict(sampler="mvs_adaptive", subsample=0.3)]
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    X = rng.random((2000, 12))
-    logit = 4 * (X[:, 0] - 0.5) - 3 * (X[:, 1] - 0.5) + 2 * (X[:, 2] > 0.5) - 1
-    y = (logit + 0.5 * rng.standard_normal(2000) > 0).astype(int)
-    return X[:1500], y[:1500], X[1500:], y[1500:]
-
-
 def _fit(data, **kw):
     Xt, yt, Xv, yv = data
     params = dict(n_estimators=20, max_leaves=8, min_samples_leaf=5, random_state=0, n_threads=1)

@@ -40,15 +40,6 @@ def systematic():
     del SAMPLERS[NAME]
 
 
-@pytest.fixture(scope="module")
-def data():
-    rng = np.random.default_rng(0)
-    X = rng.random((1500, 8))
-    logit = 4 * (X[:, 0] - 0.5) - 3 * (X[:, 1] - 0.5) + 2 * (X[:, 2] > 0.5) - 1
-    y = (logit + 0.5 * rng.standard_normal(1500) > 0).astype(int)
-    return X[:1200], y[:1200], X[1200:], y[1200:]
-
-
 def _fit(data, **kw):
     Xt, yt, Xv, yv = data
     params = dict(n_estimators=15, max_leaves=8, min_samples_leaf=5, random_state=0, n_threads=1)
@@ -59,8 +50,8 @@ def test_a_registered_class_is_a_sampler_of_the_estimator(systematic, data, tmp_
     assert SAMPLERS[NAME] is Systematic and Systematic.kind == NAME
     assert USED_BY["subsample"] == ("sgb", "mvs", "mvs_adaptive", NAME)
     est = _fit(data, sampler=NAME, subsample=0.25)
-    # its rows grew every tree: k = 4, so exactly 1200 / 4 rows per tree
-    assert {rec["n_rows_sampled"] for rec in est.history_} == {300}
+    # its rows grew every tree: k = 4, so exactly 1500 / 4 rows per tree
+    assert {rec["n_rows_sampled"] for rec in est.history_} == {375}
     assert est.history_[-1]["val_auc"] > 0.8
     Xv, yv = data[2], data[3]
     pred = est.predict(Xv)

@@ -65,10 +65,22 @@ class Pointwise:
     trees_per_round = 1
     leaf_count = "rows"
     scores_auc = False
+    #: the loss's numba kernels, set by each loss: ``residual_kernel(y, raw, r, h)`` writes the
+    #: residuals and hessians into ``r`` and ``h``, ``loss_kernel(y, raw)`` returns the mean loss
+    residual_kernel = None
+    loss_kernel = None
 
     @classmethod
     def with_offsets(cls, offsets):
         return cls
+
+    @classmethod
+    def residuals(cls, y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
+        cls.residual_kernel(y, raw, r, h)
+
+    @classmethod
+    def loss(cls, y: np.ndarray, raw: np.ndarray) -> float:
+        return float(cls.loss_kernel(y, raw))
 
 
 class LogisticLoss(Pointwise):
@@ -76,19 +88,13 @@ class LogisticLoss(Pointwise):
 
     name = "logistic"
     scores_auc = True
+    residual_kernel = staticmethod(_logistic_residuals)
+    loss_kernel = staticmethod(_logistic_loss)
 
     @staticmethod
     def init_score(y: np.ndarray) -> float:
         p = min(max(mean(y), 1e-15), 1 - 1e-15)
         return math.log(p / (1.0 - p))
-
-    @staticmethod
-    def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
-        _logistic_residuals(y, raw, r, h)
-
-    @staticmethod
-    def loss(y: np.ndarray, raw: np.ndarray) -> float:
-        return float(_logistic_loss(y, raw))
 
     @staticmethod
     def inverse_link(raw: np.ndarray) -> np.ndarray:
@@ -99,18 +105,12 @@ class SquaredLoss(Pointwise):
     """Half squared error; raw scores are predictions."""
 
     name = "squared_error"
+    residual_kernel = staticmethod(_squared_residuals)
+    loss_kernel = staticmethod(_squared_loss)
 
     @staticmethod
     def init_score(y: np.ndarray) -> float:
         return mean(y)
-
-    @staticmethod
-    def residuals(y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
-        _squared_residuals(y, raw, r, h)
-
-    @staticmethod
-    def loss(y: np.ndarray, raw: np.ndarray) -> float:
-        return float(_squared_loss(y, raw))
 
     @staticmethod
     def inverse_link(raw: np.ndarray) -> np.ndarray:

@@ -32,6 +32,8 @@ __all__ = ["GENERATORS", "PAPER_SHAPES", "SyntheticData", "epsilon_like", "figur
            "flight_like", "gisette_like", "make_figure1_regression", "make_sparse_classification",
            "multitask"]
 
+#: a data set's generator: keyword arguments such as ``scale`` and ``random_state``
+_Generator = Callable[..., SyntheticData]
 # (n_train, n_features) of the GT-GBM paper's Table 2
 PAPER_SHAPES = {"gisette": (6000, 5000), "epsilon": (80000, 2000), "flight": (100000, 634)}
 
@@ -156,6 +158,30 @@ def _n_features(n: int, feature_scale: float) -> int:
     return max(int(round(n * check_positive("feature_scale", feature_scale))), 2 * N_RELEVANT)
 
 
+def _binary_standin(n_features: int) -> Callable[[_Generator], _Generator]:
+    """Decorator of a binary stand-in of ``n_features`` columns at ``feature_scale=1``: its docstring's
+    Parameters and Returns, which every such stand-in shares."""
+    section = f"""
+    Parameters
+    ----------
+    scale : float
+        Multiplies the row counts (at least 50 rows per split).
+    feature_scale : float
+        Multiplies the {n_features} columns (at least {2 * N_RELEVANT}).
+    random_state : int
+
+    Returns
+    -------
+    SyntheticData
+        ``task == "binary"``, features ``f0, f1, ...``.
+    """
+
+    def document(generator: _Generator) -> _Generator:
+        generator.__doc__ = generator.__doc__.rstrip() + "\n" + section
+        return generator
+    return document
+
+
 def _gisette_cells(rng: np.random.Generator, density: np.ndarray, rows: int) -> np.ndarray:
     """Gisette-like values: 0 with probability ``1 - density[j]``, else an integer in 1..999.
 
@@ -167,25 +193,13 @@ def _gisette_cells(rng: np.random.Generator, density: np.ndarray, rows: int) -> 
     return np.where(u < density, values, np.float32(0.0)).astype(np.float32, copy=False)
 
 
+@_binary_standin(5000)
 def gisette_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: int = 0) -> SyntheticData:
     """Stand-in of Gisette: 6000 + 1000 rows of 5000 sparse integer features (Table 2 of GT-GBM).
 
     Values are integers 0..999 stored as float32, about 87 % zeros (each column's density
     uniform on [0.05, 0.21]). Balanced labels depend on 30 columns at random positions:
     16 linearly, 6 through their presence (``x > 0``) and 8 through 4 pairwise products.
-
-    Parameters
-    ----------
-    scale : float
-        Multiplies the row counts (at least 50 rows per split).
-    feature_scale : float
-        Multiplies the 5000 columns (at least 60).
-    random_state : int
-
-    Returns
-    -------
-    SyntheticData
-        ``task == "binary"``, features ``f0, f1, ...``.
     """
     scale, seed = check_positive("scale", scale), check_seed(random_state)
     d = _n_features(5000, feature_scale)
@@ -228,6 +242,7 @@ def _unit_rows(rng: np.random.Generator, rows: int, n_features: int) -> np.ndarr
     return X
 
 
+@_binary_standin(2000)
 def epsilon_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: int = 0) -> SyntheticData:
     """Stand-in of Epsilon: 80 000 + 20 000 rows of 2000 dense unit-norm features (Table 2 of GT-GBM).
 
@@ -235,19 +250,6 @@ def epsilon_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
     30 columns at random positions: 16 linearly, 6 through their square and 8 through 4
     pairwise products. Rows are generated in float32 blocks straight into the output, so
     the full size needs about 0.8 GB.
-
-    Parameters
-    ----------
-    scale : float
-        Multiplies the row counts (at least 50 rows per split).
-    feature_scale : float
-        Multiplies the 2000 columns (at least 60).
-    random_state : int
-
-    Returns
-    -------
-    SyntheticData
-        ``task == "binary"``, features ``f0, f1, ...``.
     """
     scale, seed = check_positive("scale", scale), check_seed(random_state)
     d = _n_features(2000, feature_scale)
@@ -289,7 +291,7 @@ def figure1(scale: float = 1.0, n_features: int = 100, random_state: int = 0) ->
     return finish(X_train, y_train, X_test, y_test, [f"f{j}" for j in range(d)], np.arange(3), "regression")
 
 
-GENERATORS: dict[str, Callable[..., SyntheticData]] = {
+GENERATORS: dict[str, _Generator] = {
     "gisette_like": gisette_like,
     "epsilon_like": epsilon_like,
     "flight_like": flight_like,

@@ -32,7 +32,7 @@ from gbfs import GBFSClassifier
 from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.selection.elimination import eliminate
-from runners.bench.matched import Matched
+from runners.bench.matched import TreeSettings
 
 try:
     from gbfs import selection_path
@@ -50,30 +50,25 @@ L1 = {"l1_ratio": 1.0} if parse_version(sklearn.__version__) >= parse_version("1
 
 
 @dataclass(frozen=True)
-class Booster:
-    """Tree settings shared by every boosted fit (ours and LightGBM's are matched)."""
+class Booster(TreeSettings):
+    """Tree settings shared by every boosted fit (ours and LightGBM's are matched), with early
+    stopping; the seed is each fit's own."""
 
     n_estimators: int = 200
-    learning_rate: float = 0.1
-    max_depth: int = 5
     max_leaves: int = 31
-    min_samples_leaf: int = 20
     early_stopping_rounds: int = 20
-    threads: int = 2
 
     def gbfs(self, seed: int, **kw) -> GBFSClassifier:
         return GBFSClassifier(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
                               max_depth=self.max_depth, max_leaves=self.max_leaves,
-                              min_samples_leaf=self.min_samples_leaf,
+                              min_samples_leaf=self.min_samples_leaf, min_child_weight=self.min_child_weight,
+                              reg_lambda=self.reg_lambda, max_bins=self.max_bins,
                               early_stopping_rounds=self.early_stopping_rounds, random_state=seed,
                               n_threads=self.threads, **kw)
 
     def lightgbm(self, seed: int, kind: str, **kw) -> LightGBMBaseline:
-        matched = Matched(n_estimators=self.n_estimators, learning_rate=self.learning_rate,
-                          max_depth=self.max_depth, max_leaves=self.max_leaves,
-                          min_samples_leaf=self.min_samples_leaf, threads=self.threads, seed=seed)
-        return LightGBMBaseline(**matched.baseline(kind, early_stopping_rounds=self.early_stopping_rounds,
-                                                   **kw))
+        settings = self.seeded(seed).baseline(kind, early_stopping_rounds=self.early_stopping_rounds, **kw)
+        return LightGBMBaseline(**settings)
 
 
 def _geom(lo: float, hi: float, n: int) -> tuple[float, ...]:
