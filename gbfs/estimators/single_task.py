@@ -113,9 +113,10 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
                                      getattr(self, "categories_", []), name)
         V.reject_non_numeric(X, name)
         V.warn_inexact_integers(X, name)
-        # scipy.sparse stays sparse (CSR/CSC, others converted to CSR): binning reads its columns
-        return validate_data(self, X, reset=reset, dtype=np.float64, ensure_all_finite="allow-nan",
-                             order="C", accept_sparse=("csr", "csc"))
+        # scipy.sparse stays sparse (CSR/CSC, others converted to CSR): binning reads its columns;
+        # float32 stays float32 (binned and predicted exactly as its float64 copy, without the copy)
+        return validate_data(self, X, reset=reset, dtype=(np.float64, np.float32),
+                             ensure_all_finite="allow-nan", order="C", accept_sparse=("csr", "csc"))
 
     #: what an eval_set tuple holds (a multitask estimator adds the rows' tasks)
     _eval_fields = ("X_val", "y_val")

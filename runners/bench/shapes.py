@@ -2,8 +2,8 @@
 
 Shapes
 ------
-Each shape is a seeded ``(X_train, y_train, X_test, y_test)`` with binary labels; ``row_scale``
-multiplies the training rows of the generated shapes (never below 200).
+Each shape is a seeded ``(X_train, y_train, X_test, y_test)`` with binary labels (one has four
+classes); ``row_scale`` multiplies the training rows of the generated shapes (never below 200).
 
 * ``gisette`` (6000 x 5000), ``epsilon`` (80000 x 2000), ``flight`` (100000 x 634): dense uniform
   features whose label depends on 20 known columns
@@ -12,6 +12,13 @@ multiplies the training rows of the generated shapes (never below 200).
 * ``text_like`` (2000 x 5000): word counts, 1 % non-zero, counts 1..5, labels carried by 30
   words (:func:`gbfs.data.synthetic.text.make_text_like`, seed 0), as ``scipy.sparse`` CSR
   float64; test rows: ``1000 * row_scale`` (at least 200) more rows of the same generator.
+* ``text_zipf`` (1993 x 4862): the shape of the bag-of-words sets users bring (BASEHOCK, 1993 x
+  4862; PCMAC and RELATHE are 1.4k-2k x 3.3k-4.3k), given as they are distributed: a dense float32
+  matrix of term counts.  Document frequencies follow Zipf's law (the probability that a document
+  holds the word of rank r falls as ``(r + 10)^-1.1``, capped at one half), about 58 distinct words
+  per document (1.2 % non-zero), counts 1..5 geometric; so most columns hold a handful of
+  non-zeros and most pairs of columns never co-occur (:func:`gbfs.data.synthetic.text.make_text_like`,
+  30 informative words, seed 0).  Test rows: ``1000 * row_scale`` more rows.
 * ``flight_onehot`` (100000 x 634): the Flight stand-in
   (:func:`gbfs.data.synthetic.flight.flight_frames` at ``scale = n_train / 100000``, seed 0)
   one-hot encoded by :func:`gbfs.data.formats.encode_flight`, i.e. the ``X`` of
@@ -27,6 +34,8 @@ multiplies the training rows of the generated shapes (never below 200).
   binary as in the selection benchmark (:mod:`runners.bench.selection.data`: TOX-171's largest
   class vs the rest, Isolet letters 1-13 vs 14-26) and split 70/30, stratified, seed 0;
   ``row_scale`` does not apply.  A missing file skips the shape with one printed line naming it.
+* ``tox171_4class`` (171 x 5748, 4 classes): TOX-171 with its own labels, the tiny wide
+  multiclass shape (one tree per class per round), split as above.
 
 Load test
 ---------
@@ -70,10 +79,13 @@ from gbfs.data.synthetic.text import make_text_like
 from runners.bench.selection import data as bench_selection_data
 
 TEXT_SHAPE = (2000, 5000)
+ZIPF_TEXT_SHAPE, ZIPF_TEXT_DENSITY = (1993, 4862), 0.012
 TEXT_TEST_ROWS = 1000
 FLIGHT_ROWS = 100_000
 REAL_DATA = ("tox171", "isolet")
-SHAPES = (*PAPER_SHAPES, "text_like", "flight_onehot", "flight_raw", *REAL_DATA)
+MULTICLASS_DATA = {"tox171_4class": "tox171"}
+SHAPES = (*PAPER_SHAPES, "text_like", "text_zipf", "flight_onehot", "flight_raw", *REAL_DATA,
+          *MULTICLASS_DATA)
 SPARSE_SHAPES = ("text_like", "flight_onehot")
 MIN_ROWS = 200
 
@@ -104,10 +116,13 @@ def _dense(name: str, row_scale: float) -> ShapeData:
     return ShapeData(X[:n], y[:n], X[n:], y[n:])
 
 
-def _text(row_scale: float) -> ShapeData:
-    n, d = _rows(TEXT_SHAPE[0], row_scale), TEXT_SHAPE[1]
-    X, y, _ = make_text_like(n + _rows(TEXT_TEST_ROWS, row_scale), d, density=0.01, max_count=5,
+def _text(row_scale: float, shape: tuple[int, int] = TEXT_SHAPE, density: float = 0.01,
+          dense: bool = False) -> ShapeData:
+    n, d = _rows(shape[0], row_scale), shape[1]
+    X, y, _ = make_text_like(n + _rows(TEXT_TEST_ROWS, row_scale), d, density=density, max_count=5,
                              n_informative=30, random_state=0)
+    if dense:   # as the real sets are distributed: a dense float32 matrix of counts
+        X = X.toarray().astype(np.float32)
     return ShapeData(X[:n], y[:n], X[n:], y[n:])
 
 
@@ -144,10 +159,18 @@ def _flight_raw(row_scale: float) -> ShapeData:
 
 
 def _real(name: str, data_dir: Path) -> ShapeData | None:
-    loaded = bench_selection_data.load(name, Path(data_dir))   # prints one line when the file is missing
-    if loaded is None:
-        return None
-    X, y = loaded
+    if name in MULTICLASS_DATA:
+        try:
+            X, y = bench_selection_data.all_classes(MULTICLASS_DATA[name], Path(data_dir))
+        except FileNotFoundError as e:
+            print(f"skipping {name}: {e}", flush=True)
+            return None
+        y = np.unique(y, return_inverse=True)[1]
+    else:
+        loaded = bench_selection_data.load(name, Path(data_dir))   # prints one line when the file is missing
+        if loaded is None:
+            return None
+        X, y = loaded
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
     return ShapeData(X_tr, y_tr, X_te, y_te)
 
@@ -172,11 +195,13 @@ def load_shape(name: str, row_scale: float = 1.0, data_dir: Path | None = None) 
         return _dense(name, row_scale)
     if name == "text_like":
         return _text(row_scale)
+    if name == "text_zipf":
+        return _text(row_scale, ZIPF_TEXT_SHAPE, ZIPF_TEXT_DENSITY, dense=True)
     if name == "flight_onehot":
         return _flight_onehot(row_scale)
     if name == "flight_raw":
         return _flight_raw(row_scale)
-    if name in REAL_DATA:
+    if name in REAL_DATA or name in MULTICLASS_DATA:
         return _real(name, default_data_dir() if data_dir is None else data_dir)
     raise ValueError(f"name must be one of {list(SHAPES)}, got {name!r}")
 

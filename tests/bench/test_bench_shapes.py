@@ -96,6 +96,17 @@ def test_real_data_shapes():
     tox = bench_shapes.load_shape("tox171", data_dir=data_dir)
     assert tox.X_train.shape == (119, 5748) and tox.X_test.shape == (52, 5748)
     assert abs(tox.y_train.mean() - tox.y_test.mean()) < 0.05   # stratified
+    four = bench_shapes.load_shape("tox171_4class", data_dir=data_dir)
+    assert four.X_train.shape == (119, 5748) and set(four.y_train) == set(four.y_test) == {0, 1, 2, 3}
+
+
+def test_zipf_text_shape_is_dense_float32_counts_with_a_long_tail():
+    data = bench_shapes.load_shape("text_zipf", row_scale=0.25)
+    X = data.X_train
+    assert isinstance(X, np.ndarray) and X.dtype == np.float32 and X.shape == (498, 4862)
+    df = np.count_nonzero(X, axis=0)
+    assert 0.008 < np.count_nonzero(X) / X.size < 0.016
+    assert np.mean(df < 5) > 0.5 and df.max() > 0.3 * X.shape[0]   # most words rare, a few in a third
 
 
 def test_missing_data_dir_skips_with_one_line(tmp_path, capsys):
@@ -107,17 +118,23 @@ def test_missing_data_dir_skips_with_one_line(tmp_path, capsys):
     out = tmp_path / "core.json"
     assert bench.main(["core", "--shapes", "tox171", "--data-dir", str(missing), "--trees", "2", "--no-jit",
                        "--out", str(out)]) == 0
-    assert sum(str(missing) in line for line in capsys.readouterr().out.splitlines()) == 1
+    # one line for the shape, one for the selection path's cost (on Isolet by default)
+    assert sum(str(missing) in line for line in capsys.readouterr().out.splitlines()) == 2
     result = json.loads(out.read_text())
-    assert result["rows"] == [] and result["skipped"] == ["tox171"]
+    assert result["rows"] == [] and result["skipped"] == ["tox171"] and result["path_cost"] is None
 
 
 @pytest.mark.slow  # a whole core benchmark on one shape: ~5 s
 def test_bench_core_text_like_end_to_end(tmp_path, capsys):
     out = tmp_path / "core.json"
     assert bench.main(["core", "--shapes", "text_like", "--row-scale", "0.05", "--trees", "2", "--no-jit",
-                       "--out", str(out)]) == 0
+                       "--path-data", "breast_cancer", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
+    path = result["path_cost"]
+    assert path["dataset"] == "breast_cancer" and path["budgets"] == [5, 10, 20, 30]
+    assert path["path_cpu_s"] > 0 and path["lgb_topk_cpu_s"] > 0
+    assert result["verdicts"]["path_cpu_ratio"]["worst"] == path["path_cpu_ratio"]
+    assert result["command"] and result["git_commit"]
     (row,) = result["rows"]
     assert row["sparse"] and row["n_train"] == 200 and row["n_features"] == 5000
     for key in ("per_tree_ratio", "fit_ratio", "binning_ratio", "auc_gap_pt", "memory_ratio"):
