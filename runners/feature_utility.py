@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import hydra
-import mlflow
 import numpy as np
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
@@ -35,6 +34,7 @@ from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data import Dataset
 from runners.core import experiment
 from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
 
 ROWS = ("test", "val")
 
@@ -114,15 +114,15 @@ def _key(name: str) -> str:
     return re.sub(r"[^0-9A-Za-z_\-. /]", "_", name)    # the characters MLflow allows in a metric name
 
 
-def log_table(table: pd.DataFrame, metrics: dict, run_id: str) -> None:
+def log_table(table: pd.DataFrame, metrics: dict, run_log: RunLog) -> None:
     """The metrics, each feature's ``z.<name>`` and ``p.<name>``, and the table as a CSV artifact."""
     per_feature = {f"{k}.{_key(str(f))}": float(v) for f, z, p in zip(table.feature, table.z, table.p_value)
                    for k, v in (("z", z), ("p", p))}
-    tracking.log_metrics(run_id, {**metrics, **per_feature})
+    run_log.metrics({**metrics, **per_feature})
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "feature_utility.csv"
         table.to_csv(path, index=False)
-        mlflow.log_artifact(str(path))
+        run_log.artifact(path)
 
 
 def format_table(table: pd.DataFrame) -> str:
@@ -152,9 +152,10 @@ def run(cfg: DictConfig) -> dict[str, float]:
             "role": "feature_utility", "method": cfg.method.name, "dataset": cfg.dataset.name,
             "seed": str(cfg.seed), "git_commit": tracking.git_commit(), "worker": tracking.worker_id()}
     with tracking.managed_run(run_name=cfg.run_name, tags=tags) as active:
-        tracking.log_config(cfg, active.info.run_id, extra={"utility.held_back": held})
+        run_log = RunLog(active.info.run_id)
+        run_log.config(cfg, extra={"utility.held_back": held})
         table, metrics = evaluate_held_back(cfg, ds, held)
-        log_table(table, metrics, active.info.run_id)
+        log_table(table, metrics, run_log)
     if cfg.get("print_summary", True):
         print(f"New-feature utility test (Koepke-Bilenko) of {len(held)} held-back features of "
               f"{cfg.dataset.name}, model {cfg.method.name}, on {metrics['n_rows_tested']} "

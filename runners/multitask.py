@@ -38,6 +38,7 @@ from runners.core import budget, experiment
 from runners.core.multitask_eval import task_names
 from runners.tracking import runs as tracking
 from runners.tracking.multitask_figure import task_bars
+from runners.tracking.run_log import RunLog
 
 #: the figures: (metric key, label)
 METRICS = (("auprc", "AUPRC"), ("auc", "AUC"))
@@ -190,15 +191,14 @@ def _log(cfg: DictConfig, results: Mapping[str, dict], files: Sequence[Path], st
             **budget.budget_tags(cfg), **{f"run.{v}": r["run_id"] for v, r in results.items()}}
     with tracking.managed_run(run_name=f"multitask-{stem}", tags=tags) as active:
         run_id = active.info.run_id
-        tracking.log_config(cfg, run_id)
-        tracking.log_metrics(run_id, {f"{v}.{k}": r["metrics"][k] for v, r in results.items()
-                                      for k in ("test_auprc", "test_auc", "val_auprc", "val_auc",
-                                                "n_selected_features")})
+        run_log = RunLog(run_id)
+        run_log.config(cfg)
+        run_log.metrics({f"{v}.{k}": r["metrics"][k] for v, r in results.items()
+                         for k in ("test_auprc", "test_auc", "val_auprc", "val_auc", "n_selected_features")})
         for f in files:
-            mlflow.log_artifact(str(f))
-    client = MlflowClient()
+            run_log.artifact(f)
     for r in results.values():
-        client.set_tag(r["run_id"], "comparison_run", run_id)
+        RunLog(r["run_id"]).tags({"comparison_run": run_id})
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="multitask")

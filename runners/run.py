@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import hydra
-import mlflow
 from omegaconf import DictConfig
 
 from gbfs.data import Dataset
 from runners.core import budget, checks, experiment, path_run, stability, summaries
 from runners.tracking import mlflow_native
 from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
 
 
 def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Logged:
@@ -43,9 +43,9 @@ def fit_one(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.Lo
         outcome = experiment.fit_evaluate(cfg, ds, experiment.method_params(cfg.method), callbacks=[progress])
     finally:
         progress.close()
-    run_id = mlflow.active_run().info.run_id
-    experiment.log_outcome(outcome, ds, run_id, cfg=cfg)
-    metrics = {**outcome.metrics, **stability.log_stability(cfg, ds, outcome.model, run_id)}
+    run_log = RunLog.active()
+    experiment.log_outcome(outcome, ds, run_log, cfg=cfg)
+    metrics = {**outcome.metrics, **stability.log_stability(cfg, ds, outcome.model, run_log)}
     return experiment.Logged(metrics, [{"budget": budget.budget_of(cfg.method), **metrics}])
 
 
@@ -83,8 +83,9 @@ def run(cfg: DictConfig) -> dict[str, float]:
         cfg = budget.with_topk(cfg)
         k_tags = budget.budget_tags(cfg)      # GBDT-topK's K may be known only now
         tags.update(k_tags)
-        mlflow.set_tags(k_tags)
-        tracking.log_config(cfg, active.info.run_id, extra=k_tags)
+        run_log = RunLog(active.info.run_id)
+        run_log.tags(k_tags)
+        run_log.config(cfg, extra=k_tags)
         logged = KINDS.get(cfg.method.estimator, fit_one)(cfg, experiment.load_data(cfg), tags)
     if cfg.get("print_summary", True) and not summaries.in_multirun():
         label = mlflow_native.dataset_label(cfg.dataset)   # a file's name rather than "file"

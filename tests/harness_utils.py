@@ -131,13 +131,12 @@ def check_shared_study(cfg, metrics: list[dict], n_trials: int, n_workers: int) 
     from mlflow.tracking import MlflowClient
     from optuna.trial import TrialState
 
-    from runners import tune
-    from runners.tuning.study import NOT_RUN
+    from runners.tuning.study import NOT_RUN, n_done
 
     study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
     trials = study.get_trials()
     ran = [t for t in trials if NOT_RUN not in t.user_attrs]
-    assert tune.n_done(study) == n_trials
+    assert n_done(study) == n_trials
     assert [t.state for t in ran] == [TrialState.COMPLETE] * n_trials   # no failure, no pruning here
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     # the workers really shared the study: several of them ran its trials

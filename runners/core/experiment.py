@@ -2,12 +2,12 @@
 
 Shared by :mod:`runners.run` (one fit) and :mod:`runners.tune` (one fit per trial, then a refit).
 Nothing here talks to MLflow except :func:`log_outcome`, which logs one fitted model under the
-metric names every method shares (and through :mod:`runners.tracking.mlflow_native` its data and model).
+metric names every method shares, its data and its model, through the run's
+:class:`runners.tracking.run_log.RunLog`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 import time
@@ -17,7 +17,6 @@ from functools import partial
 from pathlib import Path
 
 import hydra.utils
-import mlflow
 from omegaconf import DictConfig, OmegaConf
 
 from gbfs import GBFSClassifier, GBFSRanker
@@ -34,9 +33,8 @@ from runners.core.sampler_config import (  # noqa: F401 (runners and tests impor
     sampler_space,
     search_space,
 )
-from runners.tracking import mlflow_native
-from runners.tracking import runs as tracking
 from runners.tracking.figures import correlation_heatmap
+from runners.tracking.run_log import RunLog
 
 
 @dataclass
@@ -361,30 +359,30 @@ def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True,
     return Outcome(est, metrics, list(est.history_), selected, [ds.feature_names[j] for j in selected])
 
 
-def log_outcome(out: Outcome, ds: Dataset, run_id: str, heatmap: bool = True, *, cfg: DictConfig) -> None:
-    """Log metrics, per-iteration curves and artifacts of one fitted model to the active run; its
-    data splits as dataset inputs and the model as an MLflow model (:mod:`runners.tracking.mlflow_native`)."""
-    mlflow_native.log_inputs(run_id, cfg, ds)
+def log_outcome(out: Outcome, ds: Dataset, run_log: RunLog, heatmap: bool = True, *, cfg: DictConfig) -> None:
+    """Log metrics, per-iteration curves and artifacts of one fitted model to its run (the active
+    run); its data splits as dataset inputs and the model as an MLflow model
+    (:mod:`runners.tracking.mlflow_native`)."""
+    run_log.inputs(cfg, ds)
     if ds.relevant is not None:
-        mlflow.set_tag("n_relevant", str(len(ds.relevant)))
-    tracking.log_curves(run_id, [tasks.named(r) for r in out.history], keys=task_of(cfg.method).curves)
+        run_log.tags({"n_relevant": str(len(ds.relevant))})
+    run_log.curves([tasks.named(r) for r in out.history], keys=task_of(cfg.method).curves)
     # the final model's metrics come after the last iteration, so the curves of val_auc and
     # val_rmse (val_ndcg_at_10, val_mrr) end with the returned model (the best iteration) and
     # MLflow's latest value of each metric is the final one
-    tracking.log_metrics(run_id, out.metrics, step=len(out.history))
+    run_log.metrics(out.metrics, step=len(out.history))
     features = [{"rank": r, "index": j, "name": n}
                 for r, (j, n) in enumerate(zip(out.selected, out.selected_names))]
-    mlflow.log_text(json.dumps({"n_selected_features": len(out.selected), "features": features}, indent=1),
-                    "selected_features.json")
+    run_log.text({"n_selected_features": len(out.selected), "features": features}, "selected_features.json")
     if out.tasks is not None:
-        multitask_eval.log_tasks(out.tasks, ds.feature_names, out.history, run_id)
+        multitask_eval.log_tasks(out.tasks, ds.feature_names, out.history, run_log)
     with tempfile.TemporaryDirectory() as tmp:
         if hasattr(out.model, "save_model"):     # the multitask baselines have no model file
             model_path = Path(tmp) / "model.json"
             out.model.save_model(model_path)
-            mlflow.log_artifact(str(model_path))
-            mlflow_native.log_model(cfg, out.model, ds, model_path, step=len(out.history))
+            run_log.artifact(model_path)
+            run_log.model(cfg, out.model, ds, model_path, step=len(out.history))
         if heatmap:
             png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names,
                                       Path(tmp) / "correlations.png")
-            mlflow.log_artifact(str(png))
+            run_log.artifact(png)

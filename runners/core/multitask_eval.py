@@ -24,20 +24,18 @@ test metric per task and Total (:func:`runners.tracking.multitask_figure.task_ba
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import mlflow
 import numpy as np
 from omegaconf import DictConfig
 
 from gbfs.booster.losses.metrics import average_precision, log_loss, rmse, roc_auc, task_weighted
 from gbfs.data import Dataset
-from runners.tracking import runs as tracking
 from runners.tracking.multitask_figure import task_bars
+from runners.tracking.run_log import RunLog
 
 SPLITS = ("val", "test")
 #: per-task scores, by name: ``f(y, probability)``
@@ -126,20 +124,19 @@ def evaluate(est, ds: Dataset, fit_seconds: float, evaluate_test: bool = True, l
                       "scores": scores, "selected": per_task_sel}}
 
 
-def log_tasks(tasks: dict, feature_names: Sequence[str], history: list[dict], run_id: str) -> None:
-    """Log the per-task artifacts and curves of a multitask model (the module docstring) to ``run_id``."""
+def log_tasks(tasks: dict, feature_names: Sequence[str], history: list[dict], run_log: RunLog) -> None:
+    """Log the per-task artifacts and curves of a multitask model (the module docstring) to its run."""
     names = tasks["names"]
     # the library records each task's validation AUC per round (history_ keys val_auc_task{k})
-    tracking.log_curves(run_id, history, keys=[f"val_auc_task{k}" for k in range(len(names))])
+    run_log.curves(history, keys=[f"val_auc_task{k}" for k in range(len(names))])
     per_task_sel = [{"task": n, "n_selected_features": len(sel), "features": [
         {"rank": r, "index": j, "name": feature_names[j]} for r, j in enumerate(sel)]}
         for n, sel in zip(names, tasks["selected"])]
     summary = {"tasks": names}
     for split, s in tasks["scores"].items():
         summary[split] = {**s, **{f"total_{m}": task_weighted(s[m], s["size"]) for m in SCORES}}
-    client = mlflow.tracking.MlflowClient()
-    client.log_text(run_id, json.dumps({"tasks": per_task_sel}, indent=1), "selected_features_per_task.json")
-    client.log_text(run_id, json.dumps(_null_nan(summary), indent=1, allow_nan=False), "tasks.json")
+    run_log.text({"tasks": per_task_sel}, "selected_features_per_task.json")
+    run_log.text(_null_nan(summary), "tasks.json")
     test = tasks["scores"].get("test")
     if test is None:
         return
@@ -148,8 +145,8 @@ def log_tasks(tasks: dict, feature_names: Sequence[str], history: list[dict], ru
             png = Path(tmp) / f"tasks_{metric}.png"
             task_bars({tasks["label"]: test[metric]}, names, test["size"], f"test {label}", png,
                       title=f"{tasks['label']} on {tasks['dataset']}: test {label} per task and Total")
-            client.log_artifact(run_id, str(png))
-            client.log_artifact(run_id, str(png.with_suffix(".csv")))
+            run_log.artifact(png)
+            run_log.artifact(png.with_suffix(".csv"))
 
 
 def _null_nan(obj):

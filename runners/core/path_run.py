@@ -27,8 +27,6 @@ import matplotlib
 
 matplotlib.use("Agg")              # runners draw figures to files, never to a screen
 import matplotlib.pyplot as plt  # noqa: E402
-import mlflow  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
 from omegaconf import DictConfig, OmegaConf  # noqa: E402
 
 from gbfs import selection_path  # noqa: E402
@@ -36,6 +34,7 @@ from gbfs.data import Dataset  # noqa: E402
 from gbfs.selection.path_results import BudgetResult, SelectionPath  # noqa: E402
 from runners.core import experiment, stability
 from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
 
 #: the role tags of the path's runs: the parent, and one nested run per budget
 PARENT_ROLE, BUDGET_ROLE = "path", "budget"
@@ -63,30 +62,29 @@ def fit_path(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.L
                                           ds.categorical)
     budgets = [int(k) for k in cfg.method.budgets]
     search = OmegaConf.to_container(cfg.method.path, resolve=True) if cfg.method.get("path") else {}
-    parent_id = mlflow.active_run().info.run_id
-    mlflow.set_tags({"role": PARENT_ROLE, "budgets": ",".join(map(str, budgets))})
+    parent = RunLog.active()
+    parent.tags({"role": PARENT_ROLE, "budgets": ",".join(map(str, budgets))})
     path = selection_path(template, ds.X_train, ds.y_train, eval_set=(ds.X_val, ds.y_val), budgets=budgets,
                           test_set=(ds.X_test, ds.y_test), **{"verbose": True, **search})
     metrics = {"path_seconds": path.seconds, "mu_max": path.mu_max, "n_probes": float(len(path.probes))}
-    tracking.log_metrics(parent_id, metrics)
-    log_path_artifacts(path, parent_id)
+    parent.metrics(metrics)
+    log_path_artifacts(path, parent)
     rows = [_log_budget(cfg, ds, r, tags) for r in path.results]
     return experiment.Logged(metrics, rows)
 
 
-def log_path_artifacts(path: SelectionPath, run_id: str) -> None:
+def log_path_artifacts(path: SelectionPath, run_log: RunLog) -> None:
     """``path.csv`` (one row per budget) and ``path.png`` (score against number of features)."""
-    client = MlflowClient()
     with tempfile.TemporaryDirectory() as tmp:
         csv = Path(tmp) / "path.csv"
         path.to_frame().to_csv(csv, index=False)
-        client.log_artifact(run_id, str(csv))
+        run_log.artifact(csv)
         ax = path.plot()
         png = Path(tmp) / "path.png"
         ax.figure.tight_layout()
         ax.figure.savefig(png, dpi=110)
         plt.close(ax.figure)
-        client.log_artifact(run_id, str(png))
+        run_log.artifact(png)
 
 
 def _log_budget(cfg: DictConfig, ds: Dataset, result: BudgetResult, tags: dict[str, str]) -> dict:
@@ -97,13 +95,12 @@ def _log_budget(cfg: DictConfig, ds: Dataset, result: BudgetResult, tags: dict[s
     name = f"{cfg.run_name}-budget{result.budget}"
     # ended KILLED on an interrupt, not FAILED as ``with mlflow.start_run()`` would
     with tracking.managed_run(nested=True, run_name=name, tags=nested) as run:
-        run_id = run.info.run_id
+        run_log = RunLog(run.info.run_id)
         # method.params are the path's template; mu and source say which selection was chosen
-        tracking.log_config(cfg, run_id, extra={"budget": result.budget, "mu": result.mu,
-                                                "source": result.source})
-        experiment.log_outcome(outcome, ds, run_id, cfg=cfg)
+        run_log.config(cfg, extra={"budget": result.budget, "mu": result.mu, "source": result.source})
+        experiment.log_outcome(outcome, ds, run_log, cfg=cfg)
         choice = {k: v for k, v in (("cv_mean", result.cv_mean), ("cv_se", result.cv_se)) if v is not None}
         if choice:  # the cross-validated choice's record of this answer
-            tracking.log_metrics(run_id, choice)
-        metrics = {**outcome.metrics, **choice, **stability.log_stability(cfg, ds, result.model, run_id)}
+            run_log.metrics(choice)
+        metrics = {**outcome.metrics, **choice, **stability.log_stability(cfg, ds, result.model, run_log)}
     return {"budget": result.budget, **metrics}

@@ -11,7 +11,6 @@ selected features) and the metrics ``stability_jaccard``, ``stability_kuncheva``
 
 from __future__ import annotations
 
-import json
 import math
 import tempfile
 import time
@@ -21,15 +20,14 @@ import matplotlib
 
 matplotlib.use("Agg")              # runners draw figures to files, never to a screen
 import matplotlib.pyplot as plt  # noqa: E402
-from mlflow.tracking import MlflowClient  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402
 from sklearn.base import clone  # noqa: E402
 
 from gbfs.data import Dataset  # noqa: E402
-from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
 
 
-def log_stability(cfg: DictConfig, ds: Dataset, model, run_id: str) -> dict[str, float]:
+def log_stability(cfg: DictConfig, ds: Dataset, model, run_log: RunLog) -> dict[str, float]:
     """Measure and log the selection stability of ``model``'s settings if ``cfg.stability.enabled``.
 
     Parameters
@@ -41,8 +39,8 @@ def log_stability(cfg: DictConfig, ds: Dataset, model, run_id: str) -> dict[str,
         Its train split is resampled; its validation split is every refit's eval set.
     model : estimator
         The run's estimator (fitted or not); only a clone is fitted.
-    run_id : str
-        The MLflow run to log to (the active run).
+    run_log : RunLog
+        The log of the MLflow run to log to (the active run).
 
     Returns
     -------
@@ -62,14 +60,13 @@ def log_stability(cfg: DictConfig, ds: Dataset, model, run_id: str) -> dict[str,
     metrics = {"stability_jaccard": result.jaccard, "stability_kuncheva": result.kuncheva,
                "stability_seconds": time.perf_counter() - t0}
     metrics = {k: float(v) for k, v in metrics.items() if not math.isnan(v)}
-    tracking.log_metrics(run_id, metrics)
-    client = MlflowClient()
-    client.log_text(run_id, json.dumps(result.to_dict(), indent=1, allow_nan=False), "stability.json")
+    run_log.metrics(metrics)
+    run_log.text(result.to_dict(), "stability.json")
     ax = result.plot()
     with tempfile.TemporaryDirectory() as tmp:
         png = Path(tmp) / "stability.png"
         ax.figure.tight_layout()
         ax.figure.savefig(png, dpi=110)
-        client.log_artifact(run_id, str(png))
+        run_log.artifact(png)
     plt.close(ax.figure)
     return metrics

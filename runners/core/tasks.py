@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 
 from gbfs.booster.losses.metrics import log_loss, rmse, roc_auc
 from gbfs.data import Dataset
-from runners.tracking import runs as tracking
+from runners.tracking.run_log import CURVES
 
 
 @dataclass(frozen=True)
@@ -78,5 +78,4 @@ def _binary_scores(ds: Dataset, split: str, proba: np.ndarray) -> dict[str, floa
 
 
 #: binary classification: the probability of label 1, scored by AUC and RMSE
-BINARY = Task("binary", _fit_binary, _positive_proba, _binary_scores, ("val_auc", "val_rmse"),
-              tracking.CURVES)
+BINARY = Task("binary", _fit_binary, _positive_proba, _binary_scores, ("val_auc", "val_rmse"), CURVES)

@@ -156,6 +156,7 @@ def log_mlflow(df: pd.DataFrame, paths: Sequence[Path], meta: dict, uri: str,
     import mlflow
 
     from runners.tracking import runs as tracking
+    from runners.tracking.run_log import RunLog
 
     artifacts = None
     if uri.startswith("sqlite:///"):            # next to the store, not in the working directory
@@ -170,8 +171,9 @@ def log_mlflow(df: pd.DataFrame, paths: Sequence[Path], meta: dict, uri: str,
     # without nested=True, MLflow refuses to start a run while another one is active
     with tracking.managed_run(run_name=f"sampling-{meta['dataset']}", tags=run_tags,
                               nested=mlflow.active_run() is not None) as active:
-        mlflow.log_params({k: str(v)[:500] for k, v in tracking.flatten(meta).items()})
-        tracking.log_metrics(active.info.run_id, metrics)
+        run_log = RunLog(active.info.run_id)
+        run_log.params({k: str(v)[:500] for k, v in tracking.flatten(meta).items()})
+        run_log.metrics(metrics)
         for p in paths:
-            mlflow.log_artifact(str(p))
+            run_log.artifact(p)
         return active.info.run_id

@@ -1,8 +1,8 @@
-"""MLflow plumbing of the harness: the store, the experiment, flattened params, batched curves,
-and the life cycle of runs.
+"""MLflow plumbing of the harness: the store, the experiment, flattened configs, and the life cycle
+of runs.
 
-The library never imports MLflow; everything MLflow lives here.  Metric names are the same
-for every method so runs compare side by side in the MLflow UI.
+The library never imports MLflow; everything MLflow lives in :mod:`runners.tracking`, and what a
+run records is written through :class:`runners.tracking.run_log.RunLog`.
 
 No run is left RUNNING: :func:`managed_run` ends a run and the nested runs a failure left active
 (FINISHED, KILLED on an interrupt, FAILED on an error); :func:`sigterm_as_interrupt` turns SIGTERM
@@ -20,15 +20,13 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 import types
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import mlflow
-from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from runners.tracking import stores
 
@@ -39,10 +37,6 @@ from runners.tracking.workers import fail_dead_runs, proc_stat, process_alive, w
 
 log = logging.getLogger(__name__)
 
-#: per-iteration curves logged by step (GT-GBM paper, Figure 2)
-CURVES = ("val_auc", "val_rmse", "root_variance", "elapsed_seconds")
-# MLflow's batch limits: 1000 metrics, 100 params per call; 6000 characters per param value
-_MAX_METRICS, _MAX_PARAMS, _MAX_VALUE = 1000, 100, 6000
 #: runs that are not a fitted model of their own (their ``role`` tag): a tuning study and its trials
 #: (the study's refit is one), a selection path's parent (its nested runs, one per budget, are)
 NOT_A_RESULT = {"study", "trial", "path"}
@@ -299,34 +293,6 @@ def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
         else:
             out[name] = str(value)
     return out
-
-
-def log_config(cfg: DictConfig, run_id: str, extra: Mapping[str, object] | None = None) -> None:
-    """The flattened config as params, with the ``extra`` params (e.g. ``budget``), and the resolved
-    config as ``config.yaml``."""
-    container = OmegaConf.to_container(cfg, resolve=True)
-    flat = {**flatten(container), **{k: str(v) for k, v in (extra or {}).items()}}
-    params = [Param(k, v[:_MAX_VALUE]) for k, v in flat.items()]
-    client = MlflowClient()
-    for i in range(0, len(params), _MAX_PARAMS):
-        client.log_batch(run_id, params=params[i:i + _MAX_PARAMS])
-    client.log_text(run_id, OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
-
-
-def log_metrics(run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
-    now = int(time.time() * 1000)
-    batch = [Metric(k, float(v), now, step) for k, v in metrics.items() if v is not None]
-    MlflowClient().log_batch(run_id, metrics=batch)
-
-
-def log_curves(run_id: str, history: list[dict], keys=CURVES) -> None:
-    """Per-iteration records as metric histories (step = iteration), in batches of 1000."""
-    now = int(time.time() * 1000)
-    batch = [Metric(k, float(rec[k]), now, int(rec.get("iteration", i)))
-             for i, rec in enumerate(history) for k in keys if rec.get(k) is not None]
-    client = MlflowClient()
-    for i in range(0, len(batch), _MAX_METRICS):
-        client.log_batch(run_id, metrics=batch[i:i + _MAX_METRICS])
 
 
 def git_commit() -> str:

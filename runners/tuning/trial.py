@@ -24,7 +24,7 @@ from gbfs.data import Dataset
 from runners.core import experiment
 from runners.core.tasks import named
 from runners.tracking import mlflow_native
-from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
 from runners.tuning import objective
 from runners.tuning.objective import budget_excess, constrained, objective_value
 from runners.tuning.search_space import suggest
@@ -83,6 +83,7 @@ class Objective:
         active = mlflow.start_run(nested=True, run_name=f"trial-{trial.number}",
                                   tags={**self.tags, "trial_number": str(trial.number)})
         run_id = active.info.run_id
+        run_log = RunLog(run_id)
         score = self.keys[0]
         pruning, t0 = PruningCallback(trial, self.cfg.tune, score), time.perf_counter()
         state, metrics, history = "FAIL", {}, []
@@ -90,9 +91,9 @@ class Objective:
             # so that a rerun can close the run if this process dies
             trial.set_user_attr("mlflow_run_id", run_id)
             trial.set_user_attr("mlflow_parent_run_id", self.parent_id)
-            mlflow_native.log_inputs(run_id, self.cfg, self.ds, splits=mlflow_native.TRIAL_SPLITS)
+            run_log.inputs(self.cfg, self.ds, splits=mlflow_native.TRIAL_SPLITS)
             overrides = suggest(trial, experiment.search_space(self.cfg.method, self.cfg.get("sampler")))
-            mlflow.log_params({f"method.params.{k}": v for k, v in overrides.items()})
+            run_log.params({f"method.params.{k}": v for k, v in overrides.items()})
             params = experiment.method_params(self.cfg.method, overrides, sampler=self.cfg.get("sampler"))
             out = experiment.fit_evaluate(self.cfg, self.ds, params, callbacks=[pruning], evaluate_test=False)
             metrics = {k: out.metrics[k] for k in (*self.keys, *TRIAL_METRICS)}
@@ -111,7 +112,7 @@ class Objective:
             raise
         except BaseException as err:
             message = f"{type(err).__name__}: {err}"[:5000]
-            mlflow.set_tag("error", message)
+            run_log.tags({"error": message})
             trial.set_user_attr(ERROR, message)
             if isinstance(err, (KeyboardInterrupt, SystemExit)):
                 trial.set_user_attr("interrupted", True)
@@ -120,7 +121,7 @@ class Objective:
             if state == "FAIL":
                 history = pruning.history
                 metrics = _partial_metrics(history, time.perf_counter() - t0, self.keys)
-            _end_trial_run(run_id, state, metrics, history, self.cfg.tune, score)
+            _end_trial_run(run_log, state, metrics, history, self.cfg.tune, score)
 
 
 def record(trial: optuna.Trial, metrics: Mapping, tune: DictConfig, score: str = "val_auc") -> None:
@@ -144,16 +145,16 @@ def _partial_metrics(history: list[dict], seconds: float,
             "n_selected_features": last.get("n_features_used"), "fit_seconds": seconds}
 
 
-def _end_trial_run(run_id: str, state: str, metrics: dict, history: list[dict], tune: DictConfig,
+def _end_trial_run(run_log: RunLog, state: str, metrics: dict, history: list[dict], tune: DictConfig,
                    score: str = "val_auc") -> None:
     try:
-        tracking.log_curves(run_id, [named(r) for r in history], keys=(score,))
+        run_log.curves([named(r) for r in history], keys=(score,))
         # after the curve (as experiment.log_outcome does), so MLflow's latest score is the
         # trial's model's, not its last iteration's
-        tracking.log_metrics(run_id, metrics, step=len(history))
-        mlflow.set_tag("trial_state", state)
+        run_log.metrics(metrics, step=len(history))
+        run_log.tags({"trial_state": state})
         n = metrics.get("n_selected_features")
         if constrained(tune) and n is not None:
-            mlflow.set_tag("feasible", str(budget_excess(n, tune) == 0).lower())
+            run_log.tags({"feasible": str(budget_excess(n, tune) == 0).lower()})
     finally:   # always end it, or the next trial's run would nest under this one
         mlflow.end_run(status=RUN_STATUS[state])

@@ -33,6 +33,7 @@ from harness_utils import (
 )
 
 from runners import tune
+from runners.tuning import study as studies
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
@@ -173,7 +174,7 @@ def test_one_worker_tunes_on_postgresql(tmp_path, databases):
                                  "print_summary=false", "tune.progress=false", *databases])
     metrics = tune.run(cfg)
     study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
-    assert tune.n_done(study) == 3 and "test_auc" in metrics
+    assert studies.n_done(study) == 3 and "test_auc" in metrics
     roles = study_runs(cfg.tracking.uri)
     assert [len(roles[r]) for r in ("study", "trial", "refit")] == [1, 3, 1]
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()

@@ -29,8 +29,8 @@ from runners import reproduce as rp
 from runners import run as run_module
 from runners import tune
 from runners.core import experiment, ranking_eval
-from runners.paper import reproduce_ranking
-from runners.paper.reproduce_plan import rows_by_task
+from runners.paper import reproduce_ranking, reproduce_run
+from runners.paper.reproduce_plan import Row, rows_by_task
 from runners.tracking import runs as tracking
 from runners.tuning.search_space import check_search_space
 
@@ -118,7 +118,8 @@ def test_runners_tune_refuses_before_any_run(tmp_path, overrides, match):
 def test_reproduction_rows_follow_the_datasets_task(tmp_path):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("reproduce", overrides=[f"paths.root_dir={tmp_path}"])
-        task = rp.dataset_task(lambda ov: compose("reproduce", overrides=list(ov)), "ranking_like", {})
+        task = reproduce_run.dataset_task(lambda ov: compose("reproduce", overrides=list(ov)), "ranking_like",
+                                          {})
         empty = compose("reproduce", overrides=["~reproduce.ranking_rows"])
     rows = rows_by_task(cfg, {"gisette_like": "binary", "ranking_like": task})
     assert task == "ranking" and [r.name for r in rows["ranking"]][-1] == "gbdt_topk"
@@ -218,11 +219,11 @@ def test_tuning_maximises_validation_ndcg(store):
 # ----------------------------------------------------------------- Table 4, from hand-made runs
 
 ROWS = [
-    rp.Row("gbdt_full", "GBDT-Full", ("method=rank_gbdt_full",), paper="gbdt_full"),
-    rp.Row("gbfs", "GBFS", ("method=rank_gbfs",), selector=True, paper="gbfs"),
-    rp.Row("agbm", "A-GBM", ("method=rank_agbm",), selector=True, paper="agbm"),
-    rp.Row("gtgbm", "GT-GBM", ("method=rank_gtgbm",), selector=True, paper="gtgbm"),
-    rp.Row("gbdt_topk", "GBDT-topK", ("method=rank_gbdt_topk",), k_param="method.params.max_features",
+    Row("gbdt_full", "GBDT-Full", ("method=rank_gbdt_full",), paper="gbdt_full"),
+    Row("gbfs", "GBFS", ("method=rank_gbfs",), selector=True, paper="gbfs"),
+    Row("agbm", "A-GBM", ("method=rank_agbm",), selector=True, paper="agbm"),
+    Row("gtgbm", "GT-GBM", ("method=rank_gtgbm",), selector=True, paper="gtgbm"),
+    Row("gbdt_topk", "GBDT-topK", ("method=rank_gbdt_topk",), k_param="method.params.max_features",
            paper="gbdt_topk"),
 ]
 #: (test_mrr, test_ndcg_at_10, n_selected_features, fit_seconds) of each row at seeds 0 and 1

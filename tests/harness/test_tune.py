@@ -20,7 +20,8 @@ from optuna.trial import TrialState
 from runners import run, tune
 from runners.core import budget, experiment
 from runners.tuning import objective as objective_module
-from runners.tuning import search_space
+from runners.tuning import parent_run, search_space, study_run
+from runners.tuning import study as studies
 from runners.tuning import trial as trial_module
 from runners.tuning.objective import objective_value
 
@@ -140,7 +141,7 @@ def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, mo
     study = load(cfg)
     states = [t.state for t in study.trials]
     assert len(states) == 6 and TrialState.RUNNING not in states
-    assert states[killed.number] == TrialState.FAIL and tune.n_done(study) == 5
+    assert states[killed.number] == TrialState.FAIL and studies.n_done(study) == 5
     orphan = client.get_run(orphan_run.info.run_id)
     assert orphan.info.status == "FAILED" and orphan.data.tags["trial_state"] == "FAIL"
     tune.run(cfg)   # nothing left to run: only a refit
@@ -163,7 +164,7 @@ def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, mo
     # a new study of the same name (its storage deleted, or another one) never takes the old run
     with open_dict(cfg):
         cfg.tune.storage = f"sqlite:///{tmp_path}/other.db"
-    assert tune.find_parent_run(tune.load_study(cfg.tune), parent.info.experiment_id) is None
+    assert parent_run.find_parent_run(studies.load_study(cfg.tune), parent.info.experiment_id) is None
 
 
 def test_real_pruning_on_the_validation_curve(tmp_path):
@@ -197,7 +198,7 @@ def test_real_pruning_on_the_validation_curve(tmp_path):
 def _sampled(tmp_path, name: str, seed: int) -> list[dict]:
     """The parameters TPE samples in a fresh study (2 random start-up trials, then 3 by TPE)."""
     cfg = make_cfg(tmp_path, f"tune.study_name={name}", f"tune.sampler_seed={seed}")
-    study = tune.load_study(cfg.tune)
+    study = studies.load_study(cfg.tune)
     for _ in range(5):
         trial = study.ask()
         params = search_space.suggest(trial, experiment.search_space(cfg.method))
@@ -212,7 +213,7 @@ def test_the_seed_makes_the_tpe_sequence_reproducible(tmp_path):
 
 
 def test_timeout_stops_the_study_before_n_trials(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tune, "in_multirun", lambda: True)   # and no progress bar in a multirun
+    monkeypatch.setattr(study_run, "in_multirun", lambda: True)   # and no progress bar in a multirun
     # a trial takes 0.1-1 s here: 30 of them would take several seconds
     cfg = make_cfg(tmp_path, "tune.n_trials=30", "tune.timeout=1", "tune.refit=false")
     out = tune.run(cfg)
@@ -237,7 +238,7 @@ def test_failed_trials_are_recorded_not_fatal_and_do_not_use_up_the_budget(tmp_p
     study = load(cfg)
     # the failed trial's slot is run again: 3 trials count, as tune.n_trials asks
     assert [t.state == TrialState.FAIL for t in study.trials] == [False, True, False, False]
-    assert tune.n_done(study) == 3 and metrics["n_trials_fail"] == 1
+    assert studies.n_done(study) == 3 and metrics["n_trials_fail"] == 1
     assert study.trials[1].user_attrs["error"] == "ValueError: bad parameter combination"
     parent, trials, (refit,) = children(cfg)
     assert trials[1].info.status == "FAILED" and trials[1].data.tags["trial_state"] == "FAIL"
@@ -264,7 +265,7 @@ def test_all_trials_failed_says_how_to_go_on_and_a_rerun_runs_n_trials(tmp_path,
     metrics = tune.run(cfg)
     study = load(cfg)
     assert [t.state == TrialState.FAIL for t in study.trials] == [True, True, False, False]
-    assert tune.n_done(study) == 2 and "test_auc" in metrics
+    assert studies.n_done(study) == 2 and "test_auc" in metrics
     (parent,) = runs(cfg, "tags.role = 'study'")
     assert parent.info.status == "FINISHED"
 
@@ -341,12 +342,12 @@ def test_best_trial_skips_trials_over_the_budget():
         study.add_trial(optuna.trial.create_trial(value=value, user_attrs={"n_selected_features": n}))
     tune_cfg = {"objective": "val_auc_budget", "feature_budget": 8, "budget_penalty": 0.01,
                 "budget_mode": "constraint"}
-    assert tune.best_trial(study, tune_cfg).value == 0.7
-    assert tune.best_trial(study, {**tune_cfg, "feature_budget": 9}).value == 0.8
-    assert tune.best_trial(study, {**tune_cfg, "budget_mode": "penalty"}).value == 0.9
-    assert tune.best_trial(study, {**tune_cfg, "objective": "val_auc"}).value == 0.9
+    assert study_run.best_trial(study, tune_cfg).value == 0.7
+    assert study_run.best_trial(study, {**tune_cfg, "feature_budget": 9}).value == 0.8
+    assert study_run.best_trial(study, {**tune_cfg, "budget_mode": "penalty"}).value == 0.9
+    assert study_run.best_trial(study, {**tune_cfg, "objective": "val_auc"}).value == 0.9
     with pytest.raises(RuntimeError, match=r"tune.feature_budget=5 features \(they used \[6, 9, 12\]"):
-        tune.best_trial(study, {**tune_cfg, "feature_budget": 5})
+        study_run.best_trial(study, {**tune_cfg, "feature_budget": 5})
 
 
 def test_optuna_4_learns_the_budget_through_constraints_func(tmp_path, monkeypatch):
@@ -356,7 +357,7 @@ def test_optuna_4_learns_the_budget_through_constraints_func(tmp_path, monkeypat
                    "tune.budget_mode=constraint")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)   # Optuna 5 deprecates constraints_func
-        study = tune.load_study(cfg.tune)
+        study = studies.load_study(cfg.tune)
     for n in (12, 6):
         trial = study.ask()
         trial_module.record(trial, {"val_auc": 0.7, "n_selected_features": n}, cfg.tune)

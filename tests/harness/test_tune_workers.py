@@ -48,7 +48,7 @@ def test_trials_running_in_a_live_worker_are_claimed(tmp_path):
     """A trial RUNNING in another live process holds its slot of the budget: this worker runs only the
     rest, and leaves the refit to the worker still running a trial."""
     cfg = tiny_cfg(tmp_path, "tune.n_trials=3")
-    other = tune.load_study(cfg.tune).ask()
+    other = study_module.load_study(cfg.tune).ask()
     other.set_user_attr("worker", f"{socket.gethostname()}:{os.getppid()}")   # alive, not this process
     metrics = tune.run(cfg)
     study = load(cfg)
@@ -57,14 +57,14 @@ def test_trials_running_in_a_live_worker_are_claimed(tmp_path):
     assert "refit" not in study_runs(cfg.tracking.uri)   # the other worker refits once its trial ends
     study.tell(other.number, state=TrialState.FAIL)   # ... but it failed: a rerun runs its slot again
     metrics = tune.run(cfg)
-    assert tune.n_done(load(cfg)) == 3 and len(load(cfg).trials) == 4 and "test_auc" in metrics
+    assert study_module.n_done(load(cfg)) == 3 and len(load(cfg).trials) == 4 and "test_auc" in metrics
     assert len(study_runs(cfg.tracking.uri)["refit"]) == 1
 
 
 def test_a_running_trial_naming_no_worker_is_left_alone_for_a_grace_period(tmp_path, monkeypatch):
     """A worker records itself in its trial just after asking for it: meanwhile a worker starting up
     must not take the trial for a dead one's; one asked for outside runners.tune is, once old."""
-    study = tune.load_study(tiny_cfg(tmp_path).tune)
+    study = study_module.load_study(tiny_cfg(tmp_path).tune)
     trial = study.ask()
     assert study_module.fail_interrupted_trials(study) == [] and study_module.claimed(study) == 1
     monkeypatch.setattr(study_module, "UNRECORDED_GRACE", 0.0)
@@ -75,7 +75,7 @@ def test_a_running_trial_naming_no_worker_is_left_alone_for_a_grace_period(tmp_p
 def test_a_queued_trial_counts_every_claimed_trial(tmp_path):
     """A trial of enqueue_trial got its number when queued, before its claim: the trials claimed since,
     of higher numbers, hold their slots against it too; a new trial counts those numbered before it."""
-    study = tune.load_study(tiny_cfg(tmp_path).tune)
+    study = study_module.load_study(tiny_cfg(tmp_path).tune)
     study.enqueue_trial({"mu": 1e-5, "learning_rate": 0.3, "min_node_fraction": 0.005})   # trial 0, WAITING
     alive = {"worker": f"{socket.gethostname()}:{os.getppid()}"}
     study.add_trial(optuna.trial.create_trial(state=TrialState.RUNNING, user_attrs=alive))   # trial 1
@@ -91,7 +91,7 @@ def test_a_queued_trial_counts_every_claimed_trial(tmp_path):
 def test_claim_attr_keeps_the_first_value(tmp_path):
     cfg = tiny_cfg(tmp_path)
     storage = study_module.open_storage(cfg.tune.storage)
-    study = tune.load_study(cfg.tune, storage)
+    study = study_module.load_study(cfg.tune, storage)
     assert study_module.claim_attr(storage, study, "k", "first") == "first"
     assert study_module.claim_attr(storage, study, "k", "second") == "first"
     assert study.user_attrs["k"] == "first"
@@ -139,7 +139,7 @@ def test_the_readmes_joblib_multirun_on_one_study(tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, "tune.n_startup_trials=2"])
     study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
-    assert tune.n_done(study) == 8 and not study.get_trials(states=(TrialState.RUNNING,))
+    assert study_module.n_done(study) == 8 and not study.get_trials(states=(TrialState.RUNNING,))
     roles = study_runs(cfg.tracking.uri)
     assert len(roles["study"]) == 1 and len(roles["refit"]) == 1
     assert roles["refit"][0].data.tags["counts_for_topk"] == "true"
@@ -178,7 +178,7 @@ def test_a_worker_killed_mid_trial_is_failed_closed_and_replaced_on_rerun(tmp_pa
     metrics = tune.run(cfg)
     study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
     assert study.trials[killed.number].state == TrialState.FAIL
-    assert tune.n_done(study) == 3 and len(study.trials) == 4 and metrics["n_trials_fail"] == 1
+    assert study_module.n_done(study) == 3 and len(study.trials) == 4 and metrics["n_trials_fail"] == 1
     dead = client.get_run(killed.user_attrs["mlflow_run_id"])
     assert dead.info.status == "FAILED" and dead.data.tags["trial_state"] == "FAIL"
     roles = study_runs(cfg.tracking.uri)

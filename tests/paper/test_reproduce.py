@@ -19,6 +19,7 @@ from mlflow.tracking import MlflowClient
 from runners import reproduce as rp
 from runners.paper import claims as paper_claims
 from runners.paper import tables as paper_tables
+from runners.paper.reproduce_plan import Row, topk_k
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
@@ -60,10 +61,10 @@ def _all_runs(root: Path):
 
 
 def test_topk_k_is_the_largest_selector_count():
-    assert rp.topk_k({"gbfs": 12.0, "agbm": 30.0, "gtgbm": 7.0}) == 30
-    assert rp.topk_k({"gbfs": 0.0}) == 1
+    assert topk_k({"gbfs": 12.0, "agbm": 30.0, "gtgbm": 7.0}) == 30
+    assert topk_k({"gbfs": 0.0}) == 1
     with pytest.raises(ValueError, match="selectors"):
-        rp.topk_k({})
+        topk_k({})
 
 
 @pytest.mark.parametrize(
@@ -110,12 +111,12 @@ def test_a_subset_of_datasets_runs_the_mvs_tables_only_when_listed(tmp_path, cap
 # ------------------------------------------------------------------ the table builder, by hand
 
 PAPER_ROWS = [
-    rp.Row("gbdt_full", "GBDT-Full", ("method=gbdt_full",), paper="gbdt_full"),
-    rp.Row("gbfs", "GBFS", ("method=gbfs",), selector=True, paper="gbfs"),
-    rp.Row("agbm", "A-GBM", ("method=agbm",), selector=True, paper="agbm"),
-    rp.Row("gtgbm", "GT-GBM", ("method=gtgbm",), selector=True, paper="gtgbm"),
-    rp.Row("gbdt_topk", "GBDT-topK", ("method=gbdt_topk",), k_param="method.params.k", paper="gbdt_topk"),
-    rp.Row("peer", "A peer", ("method=lgbm_cegb",)),
+    Row("gbdt_full", "GBDT-Full", ("method=gbdt_full",), paper="gbdt_full"),
+    Row("gbfs", "GBFS", ("method=gbfs",), selector=True, paper="gbfs"),
+    Row("agbm", "A-GBM", ("method=agbm",), selector=True, paper="agbm"),
+    Row("gtgbm", "GT-GBM", ("method=gtgbm",), selector=True, paper="gtgbm"),
+    Row("gbdt_topk", "GBDT-topK", ("method=gbdt_topk",), k_param="method.params.k", paper="gbdt_topk"),
+    Row("peer", "A peer", ("method=lgbm_cegb",)),
 ]
 #: (test_auc, test_rmse, n_selected_features, fit_seconds) of each row at seeds 0 and 1
 HAND = {

@@ -1,0 +1,363 @@
+"""Running a reproduction of the papers' tables and figures (``python -m runners.reproduce``): its
+MLflow parent run, its units, and the tables written from their runs.
+
+A unit is one row of a table (:class:`runners.paper.reproduce_plan.Row`) on one dataset at one seed:
+on the first seed a tuning study and its refit, given to the command ``runners.tune``'s ``run``; on
+every further seed a fit of the tuned parameters, given to ``runners.run``'s (the commands are
+passed in by :mod:`runners.reproduce`, as ``tune`` and ``fit``).  Each unit's top-level run is nested
+under the parent run and tagged ``reproduction``, ``repro_dataset``, ``repro_row``, ``repro_config``
+(a digest of the settings that made it, :func:`runners.paper.reproduce_plan.digest`): a unit whose
+FINISHED run exists is found by those tags and reused.  The tables are written from the runs read
+back (:mod:`runners.paper.tables`, :mod:`runners.paper.reproduce_ranking`; the MVS paper's from the
+row-sampling comparison's run, :func:`mvs_tables`) and logged to the parent run as artifacts, one
+folder per dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import hydra
+import mlflow
+import pandas as pd
+from hydra.core.hydra_config import HydraConfig
+from mlflow.entities import Run
+from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+from runners.core import summaries
+from runners.paper import reproduce_lock, reproduce_mvs, reproduce_ranking, sampling_report
+from runners.paper import tables as paper_tables
+from runners.paper.reproduce_plan import (
+    Row,
+    data_overrides,
+    datasets_of,
+    digest,
+    missing_data,
+    rows_by_task,
+    runs_mvs,
+    scale_of,
+    topk_k,
+)
+from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
+from runners.tuning import checks as tuning_checks
+
+log = logging.getLogger(__name__)
+
+#: ``overrides -> config``: the reproduction's own config composed with a unit's overrides
+Compose = Callable[[Sequence[str]], DictConfig]
+#: a command's ``run`` that a unit's config is given to: ``runners.tune.run`` (a study and its
+#: refit) or ``runners.run.run`` (one fit)
+Command = Callable[[DictConfig], Mapping[str, float]]
+ROLE = "reproduction"
+#: ``dataset.task`` -> what writes a dataset's tables from its runs (the same arguments)
+WRITERS = {"binary": paper_tables.write_dataset, "ranking": reproduce_ranking.write_dataset}
+
+
+@dataclass
+class Reproduction:
+    """The parent run and the units under it; ``compose`` builds a unit's config, ``tune`` runs a
+    unit's study (first seed) and ``fit`` a unit's fit of the tuned parameters (further seeds)."""
+
+    cfg: DictConfig
+    compose: Compose
+    tune: Command
+    fit: Command
+    client: MlflowClient = field(init=False)
+    parent_id: str = ""
+    exp_id: str = ""
+
+    def start(self) -> None:
+        """Find this reproduction's parent run (by ``reproduce.name``) and reopen it, or create it."""
+        self.exp_id = tracking.configure(self.cfg.tracking)
+        self.client = MlflowClient()  # of the store just configured
+        name = str(self.cfg.reproduce.name)
+        found = self.client.search_runs(
+            [self.exp_id],
+            max_results=1,
+            order_by=["attributes.start_time DESC"],
+            filter_string=f"tags.role = '{ROLE}' and tags.reproduction_name = '{name}'",
+        )
+        tags = {
+            "role": ROLE,
+            "reproduction_name": name,
+            "scale": str(self.cfg.reproduce.scale),
+            "worker": tracking.worker_id(),
+            "git_commit": tracking.git_commit(),
+        }
+        if found:
+            reproduce_lock.check_not_running(found[0], str(self.cfg.tracking.uri))
+            self.parent_id = found[0].info.run_id
+            self.client.update_run(self.parent_id, status="RUNNING")
+            self.run_log.tags(tags)
+            log.info("resuming reproduction %r (MLflow run %s)", name, self.parent_id)
+        else:
+            run = self.client.create_run(self.exp_id, run_name=f"reproduce-{name}", tags=tags)
+            self.parent_id = run.info.run_id
+            scale = OmegaConf.to_container(scale_of(self.cfg), resolve=True)
+            self.run_log.params(tracking.flatten(scale, "scale."))
+
+    @property
+    def run_log(self) -> RunLog:
+        """The log of the parent run."""
+        return RunLog(self.parent_id, self.client)
+
+    def find(self, dataset: str, row: str, seed: int, role: str, config: str) -> Run | None:
+        """The latest FINISHED run of a unit (``role``: ``refit`` or ``evaluation``), or None."""
+        query = (
+            f"tags.reproduction = '{self.parent_id}' and tags.repro_dataset = '{dataset}' and "
+            f"tags.repro_row = '{row}' and tags.seed = '{seed}' and tags.repro_config = '{config}' and "
+            f"tags.role = '{role}' and attributes.status = 'FINISHED'"
+        )
+        runs = self.client.search_runs(
+            [self.exp_id], filter_string=query, max_results=1, order_by=["attributes.start_time DESC"]
+        )
+        return runs[0] if runs else None
+
+    def unit_cfg(self, overrides: Sequence[str]) -> DictConfig:
+        """A unit's config: the reproduction's with the unit's ``overrides``, its top-level runs
+        nested under the parent run."""
+        cfg = self.compose(list(overrides))
+        with open_dict(cfg):
+            del cfg["reproduce"]
+            cfg.tracking.parent_run_id = self.parent_id
+        return cfg
+
+    def unit(
+        self,
+        dataset: str,
+        settings: Mapping,
+        row: Row,
+        seed: int,
+        first: bool,
+        k: int | None,
+        best: Mapping[str, str] | None,
+    ) -> Run:
+        """The final run of one row at one seed: the study's refit (first seed) or a fit of the
+        tuned parameters; reused if it exists."""
+        overrides = [*row.overrides, *data_overrides(dataset, settings), f"seed={seed}"]
+        if k is not None:
+            overrides.append(f"{row.k_param}={k}")
+        if first:
+            overrides.append(f"tune.n_trials={int(scale_of(self.cfg).n_trials)}")
+        else:
+            overrides += [
+                "tune=off",
+                *(f"method.params.{key}={value}" for key, value in (best or {}).items()),
+            ]
+        cfg = self.unit_cfg(overrides)
+        # what made the unit, as resolved (the command line's overrides included), but not the seed
+        # or where things are stored: a changed setting makes a new unit, a rerun finds the old one
+        tune = {
+            k: v
+            for k, v in OmegaConf.to_container(cfg.tune, resolve=True).items()
+            if k not in ("study_name", "storage", "progress", "sampler_seed")
+        }
+        config = digest(
+            str(self.cfg.reproduce.name),
+            row.name,
+            tune,
+            *(OmegaConf.to_container(cfg[key], resolve=True) for key in ("method", "dataset", "sampler")),
+        )
+        role = "refit" if first else "evaluation"
+        found = self.find(dataset, row.name, seed, role, config)
+        if found is not None:
+            return found
+        tags = {
+            "reproduction": self.parent_id,
+            "repro_dataset": dataset,
+            "repro_row": row.name,
+            "repro_config": config,
+            "role": "evaluation",
+        }
+        with open_dict(cfg):
+            cfg.tracking.tags = {**tracking.user_tags(cfg.tracking), **tags}
+            if first:
+                cfg.tune.study_name = f"reproduce-{self.cfg.reproduce.name}-{row.name}-{dataset}-{config}"
+        if first:
+            log.info(
+                "%s on %s: tuning (%d trials), then refit on seed %d",
+                row.label,
+                dataset,
+                cfg.tune.n_trials,
+                seed,
+            )
+            self.tune(cfg)
+        else:
+            log.info("%s on %s: the tuned parameters on seed %d", row.label, dataset, seed)
+            self.fit(cfg)
+        found = self.find(dataset, row.name, seed, role, config)
+        if found is None:
+            raise RuntimeError(f"{row.label} on {dataset}, seed {seed}: no FINISHED run was logged")
+        return found
+
+    def dataset(self, name: str, settings: Mapping, rows: list[Row], seeds: Sequence[int]) -> dict[str, Run]:
+        """Every row at every seed on ``name``; returns ``{"<row>/<seed>": run}``."""
+        runs: dict[str, Run] = {}
+        for row in rows:
+            best = None
+            for i, seed in enumerate(seeds):
+                k = None
+                if row.k_param:
+                    k = topk_k(
+                        {
+                            r.name: runs[f"{r.name}/{seed}"].data.metrics["n_selected_features"]
+                            for r in rows
+                            if r.selector
+                        }
+                    )
+                run = self.unit(name, settings, row, seed, i == 0, k, best)
+                runs[f"{row.name}/{seed}"] = run
+                if i == 0:
+                    best = tuned_params(self.compose, row, run)
+        return runs
+
+    def finish(self, status: str, seconds: float) -> None:
+        """Log this invocation's ``seconds`` and end the parent run with ``status``."""
+        self.run_log.metrics({"invocation_seconds": seconds})
+        self.client.set_terminated(self.parent_id, status)
+
+
+def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
+    """The MVS paper's Tables 2-4 (:mod:`runners.paper.reproduce_mvs`): the comparison's MLflow run under
+    the parent (``role=sampling``; reused when finished), its CSV and settings read back from that
+    run, the tables written into ``folder`` next to the paper's numbers."""
+    config = digest(settings, str(rep.cfg.reproduce.name))
+    found = rep.client.search_runs(
+        [rep.exp_id],
+        max_results=1,
+        order_by=["attributes.start_time DESC"],
+        filter_string=f"tags.reproduction = '{rep.parent_id}' and tags.role = 'sampling' "
+        f"and tags.repro_config = '{config}' and attributes.status = 'FINISHED'",
+    )
+    if found:
+        run_id = found[0].info.run_id
+    else:
+        log.info("MVS paper: comparing the row samplers on %s", settings.get("dataset"))
+        df, meta = reproduce_mvs.compute(settings)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = sampling_report.write(df, Path(tmp), meta)
+            (Path(tmp) / "meta.json").write_text(json.dumps(meta, default=str))
+            tags = {
+                "mlflow.parentRunId": rep.parent_id,
+                "reproduction": rep.parent_id,
+                "repro_config": config,
+                "worker": tracking.worker_id(),
+            }
+            run_id = sampling_report.log_mlflow(
+                df,
+                [*paths, Path(tmp) / "meta.json"],
+                meta,
+                rep.cfg.tracking.uri,
+                rep.cfg.tracking.experiment,
+                tags=tags,
+            )
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
+        df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())
+    for path in reproduce_mvs.write(df, meta, folder):
+        if path.suffix == ".md":  # every number traces to the comparison's run
+            with path.open("a") as f:
+                f.write(
+                    f"\nFrom MLflow run `{run_id}` (role=sampling) under the reproduction's run "
+                    f"`{rep.parent_id}`.\n"
+                )
+    return folder
+
+
+def dataset_task(compose: Compose, name: str, settings: Mapping) -> str:
+    """``dataset.task`` of a dataset of the scale (``binary`` unless its config says ``ranking``)."""
+    return str(compose(data_overrides(name, settings)).dataset.get("task", "binary"))
+
+
+def tuned_params(compose: Compose, row: Row, refit: Run) -> dict[str, str]:
+    """The study's best parameters as the refit logged them (``method.params.<name>`` of the
+    method's search space), to fit on the other seeds."""
+    method = compose(list(row.overrides)).method
+    return {
+        key: refit.data.params[f"method.params.{key}"]
+        for key in (method.get("search_space") or {})
+        if f"method.params.{key}" in refit.data.params
+    }
+
+
+def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command) -> dict[str, Path]:
+    """Run (or resume) the reproduction of ``cfg.reproduce``, its units' configs built by ``compose``,
+    its studies run by ``tune`` and its further seeds' fits by ``fit``; return the folders written,
+    by dataset.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``reproduce`` setting or one its units share
+        (:func:`runners.tuning.checks.check_reproduction`), before any run is created.
+    RuntimeError
+        When the same reproduction already runs in another process (:mod:`runners.paper.reproduce_lock`),
+        before any run is created.
+    """
+    tuning_checks.check_reproduction(cfg)   # the settings its units share, naming the key
+    scale = scale_of(cfg)
+    tasks = {name: dataset_task(compose, name, settings) for name, settings in datasets_of(cfg).items()}
+    rows = rows_by_task(cfg, tasks)
+    rep = Reproduction(cfg, compose, tune, fit)
+    with reproduce_lock.hold(cfg):   # a second reproduction of this name stops here, naming the first
+        rep.start()
+        t0, status = time.perf_counter(), "FAILED"
+        try:
+            written = _units_and_tables(rep, tasks, rows, [int(s) for s in scale.seeds])
+            status = "FINISHED"
+        except BaseException as err:
+            status = tracking.run_status(err)
+            raise
+        finally:
+            rep.finish(status, time.perf_counter() - t0)
+    print(
+        f"reproduction {cfg.reproduce.name!r}: MLflow run {rep.parent_id}; "
+        + summaries.ui_hint(cfg.tracking.uri)
+    )
+    return written
+
+
+def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping[str, list[Row]],
+                      seeds: list[int]) -> dict[str, Path]:
+    """Every unit of every dataset on disk, then its tables (and the MVS paper's), logged to the
+    parent run; returns the folders written, by dataset."""
+    cfg, written = rep.cfg, {}
+    out = Path(str(cfg.reproduce.out_dir))
+    for name, settings in datasets_of(cfg).items():
+        reason = missing_data(name, cfg.paths.data_dir)
+        if reason is not None:
+            print(reason)
+            continue
+        t1, task_rows = time.perf_counter(), rows[tasks[name]]
+        runs = rep.dataset(name, settings, task_rows, seeds)
+        data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
+        written[name] = WRITERS[tasks[name]](
+            rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name
+        )
+        rep.run_log.metrics({f"seconds_{name}": time.perf_counter() - t1})
+        print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
+    if runs_mvs(cfg):
+        mvs = OmegaConf.to_container(scale_of(cfg).mvs, resolve=True)
+        written["mvs"] = mvs_tables(rep, mvs, out / "mvs")
+        print(f"mvs: {written['mvs']}")
+    parent = rep.run_log
+    for key, folder in written.items():
+        for path in sorted(folder.iterdir()):
+            parent.artifact(path, artifact_path=key)
+    return written
+
+
+def hydra_compose(overrides: Sequence[str]) -> DictConfig:
+    """The ``reproduce`` config with the command line's overrides, then a unit's."""
+    task = list(HydraConfig.get().overrides.task)
+    return hydra.compose(config_name="reproduce", overrides=[*task, *overrides])
+
+
