@@ -11,7 +11,7 @@ from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data.synthetic.flight import flight_like
 from gbfs.data.synthetic.text import make_text_like
 from runners import bench
-from runners.bench import shapes as bench_shapes
+from runners.bench.speed import shapes as bench_shapes
 
 
 @pytest.fixture(scope="module")

@@ -71,5 +71,5 @@ def test_every_benchmark_module_is_a_suite_of_the_command():
     for module in bench.suites():
         module.add_parser(sub)
     assert set(sub.choices) == {"categorical", "core", "cost", "data", "gtgbm", "load", "multiclass",
-                                "multitask", "ranking", "sampling", "selection", "tiny", "utility"}
+                                "multitask", "ranking", "sampling", "scaling", "selection", "tiny", "utility"}
     assert all(callable(p.get_default("handler")) for p in sub.choices.values())

@@ -215,7 +215,7 @@ LOAD_FITS = {"agbm_gisette": ("gisette", {"method": "agbm", "mu": 0.01}, 0.1),
 #: label -> the value of OMP_WAIT_POLICY passed to the fit's process (None: removed)
 LOAD_ENVS = {"PASSIVE": "PASSIVE", "ACTIVE": "ACTIVE", "(unset)": None}
 _BURNER = "while True:\n    pass\n"
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[3]
 
 
 def child_fit(spec: dict) -> dict:
@@ -246,7 +246,7 @@ def _run_child(spec: dict, omp: str | None, burners: int) -> dict:
         procs = [subprocess.Popen([sys.executable, "-c", _BURNER]) for _ in range(burners)]
         if procs:
             time.sleep(0.5)
-        out = subprocess.run([sys.executable, "-m", "runners.bench.shapes", json.dumps(spec)], env=env,
+        out = subprocess.run([sys.executable, "-m", "runners.bench.speed.shapes", json.dumps(spec)], env=env,
                              cwd=_REPO, capture_output=True, text=True)
     finally:
         for p in procs:

@@ -8,12 +8,12 @@
 :mod:`runners.bench.selection.suite`, ``multitask`` in :mod:`runners.bench.multitask`, ``multiclass``
 in :mod:`runners.bench.multiclass`, ``load`` (one fit
 in a fresh process, quiet vs next to a CPU burner) and the shapes of ``core`` in
-:mod:`runners.bench.shapes`.
+:mod:`runners.bench.speed.shapes`.
 
 Targets live here, never as timed assertions in tests.  ``core`` measures, per shape, with
 matched settings (depth 5 / 32 leaves, 255 bins, learning rate 0.1, 50 trees, 2 threads, Newton
 gain and leaves, mu = 0; :func:`matched_params` and :func:`lgb_params`).  The shapes
-(:mod:`runners.bench.shapes`, ``--shapes`` picks any subset) are the paper shapes as dense
+(:mod:`runners.bench.speed.shapes`, ``--shapes`` picks any subset) are the paper shapes as dense
 uniform data with a sparse signal (Gisette 6000x5000, Epsilon 80000x2000, Flight 100000x634), a
 bag-of-words-like sparse matrix (``text_like``, 2000x5000, 1 % non-zero), the same as users bring
 real bag-of-words sets, a dense float32 count matrix (``text_zipf``, 1993x4862), the Flight stand-in
@@ -64,8 +64,8 @@ import scipy.sparse as sp
 
 from gbfs import GBFSClassifier
 from gbfs.booster.losses.metrics import roc_auc
-from runners.bench import shapes as bench_shapes
 from runners.bench.matched import lgb_params, matched_params, warm_up
+from runners.bench.speed import shapes as bench_shapes
 from runners.tracking.runs import git_commit
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "fit_ratio": 1.2, "binning_ratio": 0.5,
