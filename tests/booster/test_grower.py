@@ -22,9 +22,10 @@ import pytest
 from grower_cases import refresh_case
 
 from gbfs.booster.binning import BinMapper
-from gbfs.booster.growing.grower import GrowthParams, TreeGrower
+from gbfs.booster.growing.grower import NUMERIC, GrowthParams, TreeGrower
 from gbfs.booster.growing.partition import split_partition
 from gbfs.booster.kernels._types import MISSING_BIN
+from gbfs.booster.kernels.categorical import bits_of
 from gbfs.booster.tree import PackedEnsemble
 from gbfs.criteria.penalty import FeatureUsage
 
@@ -42,7 +43,7 @@ def test_split_partition_matches_naive(seed, missing_left):
     t = int(rng.integers(0, 8))
     before = partition.copy()
     buffer = np.full(n, -7, dtype=np.int32)
-    n_left = split_partition(partition, start, end, col, t, missing_left, buffer)
+    n_left = split_partition(partition, start, end, col, t, missing_left, NUMERIC, buffer)
     left, right = naive.split_rows(before[start:end], col, t, missing_left)
     assert n_left == left.shape[0]
     np.testing.assert_array_equal(partition[start:start + n_left], left)  # stable
@@ -55,8 +56,26 @@ def test_split_partition_all_one_side():
     col = np.array([0, 1, 2, MISSING_BIN], dtype=np.uint8)
     for t, ml, expected in ((5, True, 4), (5, False, 3), (0, False, 1)):
         p = np.arange(4, dtype=np.int32)
-        assert split_partition(p, 0, 4, col, t, ml, np.empty(4, dtype=np.int32)) == expected
+        assert split_partition(p, 0, 4, col, t, ml, NUMERIC, np.empty(4, dtype=np.int32)) == expected
         assert sorted(p) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_split_partition_by_category_set_is_stable(seed):
+    rng = np.random.default_rng(seed)
+    n = 120
+    col = rng.integers(0, 40, n).astype(np.uint8)
+    col[rng.random(n) < 0.1] = MISSING_BIN
+    left_bins = rng.choice(40, 13, replace=False)
+    partition = rng.permutation(n).astype(np.int32)
+    before = partition.copy()
+    n_left = split_partition(partition, 5, 100, col, 0, True, bits_of(left_bins),
+                             np.empty(n, dtype=np.int32))
+    rows = before[5:100]
+    goes_left = np.isin(col[rows], left_bins)   # the missing bin is never in a left set
+    assert n_left == goes_left.sum()
+    np.testing.assert_array_equal(partition[5:5 + n_left], rows[goes_left])
+    np.testing.assert_array_equal(partition[5 + n_left:100], rows[~goes_left])
 
 
 # -- random problems --------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from ..kernels._types import ROW_DTYPE
-from ..kernels.categorical import CAT_DEFAULTS, bins_of, split_partition_set
+from ..kernels.categorical import CAT_DEFAULTS, bins_of
 from ..kernels.histogram import HistogramLayout, build_histogram, gather
 from ..kernels.portable import total
 from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SERIAL_BINS, SPARSE_SHARE, SparseRows, flat_bins
@@ -58,6 +58,8 @@ SERIAL_SUBTRACT_FEATURES = 48
 #: the root's own term, which bounds every term of every split gain of the tree): below it a "gain"
 #: is floating-point roundoff -- a pure node's split, which would mark an unrelated feature as used
 ROUNDOFF_GAIN = 1e-10
+#: the left set of a numeric split: none (split_partition then compares with the threshold)
+NUMERIC = np.empty(0, dtype=np.uint32)
 
 
 @dataclass
@@ -412,13 +414,9 @@ class TreeGrower:
         b = int(node.splits.bin[f])
         ml = bool(node.splits.missing_left[f])
         categorical = self.cats is not None and self.cats.is_cat[f]
-        if categorical:
-            bits = self.cats.bits(node, f)
-            n_left = split_partition_set(self._partition, node.start, node.end, self._X[:, f], bits,
-                                         self._buffer)
-        else:
-            n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml,
-                                     self._buffer)
+        bits = self.cats.bits(node, f) if categorical else NUMERIC
+        n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml, bits,
+                                 self._buffer)
         lg, lh, lc = node.splits.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"
         left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)

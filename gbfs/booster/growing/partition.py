@@ -13,18 +13,27 @@ import numpy as np
 from numba import njit
 
 from ..kernels._types import MISSING_BIN
+from ..kernels.categorical import in_set
 from ..tree import TreeBuilder
 
 
 @njit(cache=True, nogil=True)
-def split_partition(partition, start, end, col, bin_threshold, missing_left, buffer):
-    """Stable in-place split of ``partition[start:end]``; returns the left child's size."""
+def split_partition(partition, start, end, col, bin_threshold, missing_left, bits, buffer):
+    """Stable in-place split of ``partition[start:end]``; returns the left child's size.
+
+    A numeric split sends bins ``<= bin_threshold`` left (the missing bin by ``missing_left``); a
+    categorical one (``bits`` not empty) the bins of the left set ``bits``
+    (:mod:`gbfs.booster.kernels.categorical`; the missing bin is never in it).
+    """
+    categorical = bits.shape[0] > 0
     n_left = 0
     n_right = 0
     for i in range(start, end):
         row = partition[i]
         b = col[row]
-        if b == MISSING_BIN:
+        if categorical:
+            go_left = in_set(bits, np.int64(b))
+        elif b == MISSING_BIN:
             go_left = missing_left
         else:
             go_left = b <= bin_threshold

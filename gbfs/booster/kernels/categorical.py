@@ -194,25 +194,6 @@ def in_set(bits, b) -> bool:
     return (bits[b >> 5] >> np.uint32(b & 31)) & np.uint32(1) != 0
 
 
-@njit(cache=True, nogil=True)
-def split_partition_set(partition, start, end, col, bits, buffer):
-    """Stable in-place split of ``partition[start:end]`` sending the bins of ``bits`` left (the
-    missing bin is never in it); returns the left child's size."""
-    n_left = 0
-    n_right = 0
-    for i in range(start, end):
-        row = partition[i]
-        if in_set(bits, np.int64(col[row])):
-            partition[start + n_left] = row  # never overtakes i: safe in place
-            n_left += 1
-        else:
-            buffer[n_right] = row
-            n_right += 1
-    for k in range(n_right):
-        partition[start + n_left + k] = buffer[k]
-    return n_left
-
-
 def bins_of(bits: np.ndarray) -> np.ndarray:
     """The sorted bins of a left set."""
     flags = np.unpackbits(np.asarray(bits, dtype="<u4").view(np.uint8), bitorder="little")
