@@ -352,3 +352,35 @@ def test_min_data_in_bin_reaches_the_model_and_its_file(tmp_path):
     back = load_model(tmp_path / "m.json")
     assert back.min_data_in_bin == 5
     np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
+
+
+def _columns(rng, n):
+    """Columns where a grid over the edges is easy, skewed, degenerate or unusable."""
+    big = np.where(rng.random(n) < 0.5, -1e308, 1e308)      # the range overflows: no grid
+    near = 1e8 + rng.integers(0, 300, n) * 1e-7               # edges ulps apart relative to their size
+    skew = np.exp(rng.normal(0, 4, n))                        # most edges in a sliver of the range
+    return np.column_stack([rng.random(n), skew, -skew, near, big, rng.integers(0, 5, n),
+                            np.round(rng.normal(0, 1, n), 2), rng.standard_cauchy(n)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grid_search_equals_full_search_on_every_value(seed):
+    """The lookup grid narrows the search but never changes a bin: every value's bin is
+    ``#{edges < value}``, at, between and beyond the edges, for infinities, -0.0 and NaN."""
+    rng = np.random.default_rng(seed)
+    X = _columns(rng, 3000)
+    mapper = BinMapper().fit(X)
+    probe = np.concatenate([X, np.full((1, X.shape[1]), np.inf), np.full((1, X.shape[1]), -np.inf),
+                            np.full((1, X.shape[1]), -0.0), np.full((1, X.shape[1]), np.nan)])
+    for f in range(X.shape[1]):   # every edge itself and its float neighbours
+        e = mapper.bin_edges_[f, :mapper.n_edges_[f]]
+        extra = np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(e, -np.inf)])
+        col = np.full((extra.size, X.shape[1]), 0.5)
+        col[:, f] = extra
+        probe = np.concatenate([probe, col])
+    binned = mapper.transform(probe)
+    for f in range(X.shape[1]):
+        e = mapper.bin_edges_[f, :mapper.n_edges_[f]]
+        v = probe[:, f]
+        expected = np.where(np.isnan(v), MISSING_BIN, np.searchsorted(e, v, side="left"))
+        np.testing.assert_array_equal(binned[:, f], expected, err_msg=f"column {f}")
