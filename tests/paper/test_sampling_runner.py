@@ -206,8 +206,8 @@ def test_run_is_seeded(tmp_path):
 def test_bench_sampling_small(tmp_path, capsys):
     out = tmp_path / "sampling.json"
     assert bench.main(["sampling", "--threshold-n", "20000", "--scale", "0.01", "--feature-scale", "0.03",
-                       "--trees", "12", "--threads", "1", "--out", str(out),
-                       "--comparison", str(COMMITTED)]) == 0
+                       "--trees", "12", "--threads", "1", "--fit-scale", "0.01", "--fit-trees", "5",
+                       "--out", str(out), "--comparison", str(COMMITTED)]) == 0
     res = json.loads(out.read_text())
     t = res["threshold"]
     assert t["max_rel_diff"] < 1e-9 and abs(t["sum_p_over_target"] - 1) < 1e-9
@@ -215,7 +215,12 @@ def test_bench_sampling_small(tmp_path, capsys):
     assert set(rows) == {("gbfs", s) for s in ("none", "sgb", "goss", "mvs", "mvs_adaptive")} | {
         ("lightgbm", s) for s in ("none", "bagging", "goss")}
     assert all(r["per_tree_s"] > 0 and np.isfinite(r["ratio"]) for r in rows.values())
+    fit = res["whole_fit"]
+    assert fit["n_train"] == 1000 and fit["trees"] == 5 and fit["none_fit_s"] > 0 and fit["mvs_fit_s"] > 0
+    assert fit["fit_ratio"] == fit["mvs_fit_s"] / fit["none_fit_s"] and 0.5 < fit["none_auc"] <= 1
+    assert res["command"] and res["git_commit"]
     printed = capsys.readouterr().out
+    assert "whole fit at the Flight shape (1000 x 634, 5 trees): MVS at 0.2" in printed
     assert "mvs_threshold on" in printed and "per-tree time at rate 0.2" in printed
     assert "(target <= 0.2 s: MET)" in printed and "per-tree target (ratio <= 0.4" in printed
     # the third target is read from the committed comparison
