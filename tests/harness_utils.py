@@ -21,6 +21,55 @@ def compose_cfg(root: Path, overrides: list[str], hydra_cfg: bool = False):
                        return_hydra_config=hydra_cfg)
 
 
+def tiny_study_cfg(root: Path, *overrides: str):
+    """A tiny study of runners.tune under ``root`` (TINY data, 2 random start-up trials, no bar, no
+    summary)."""
+    return compose_cfg(root, ["tune=optuna", *TINY, "tune.n_startup_trials=2", "print_summary=false",
+                              "tune.progress=false", *overrides])
+
+
+def stored_study(cfg):
+    """The Optuna study of ``cfg.tune`` as its storage holds it now."""
+    import optuna
+
+    return optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+
+
+def paper_rows(method_prefix: str, k_param: str) -> list:
+    """The GT-GBM paper's rows of a reproduction's tables (``conf/reproduce.yaml``): GBDT-Full, the
+    selectors GBFS, A-GBM and GT-GBM, and GBDT-topK held to their K through ``k_param``; the method of
+    row ``name`` is ``method=<method_prefix><name>``."""
+    from runners.paper.reproduce_plan import Row
+
+    selectors = [Row(name, label, (f"method={method_prefix}{name}",), selector=True, paper=name)
+                 for name, label in (("gbfs", "GBFS"), ("agbm", "A-GBM"), ("gtgbm", "GT-GBM"))]
+    return [Row("gbdt_full", "GBDT-Full", (f"method={method_prefix}gbdt_full",), paper="gbdt_full"),
+            *selectors,
+            Row("gbdt_topk", "GBDT-topK", (f"method={method_prefix}gbdt_topk",), k_param=k_param,
+                paper="gbdt_topk")]
+
+
+def unit_tags(parent: str, dataset: str, row: str, seed: int) -> dict[str, str]:
+    """The tags of the run of a reproduction's unit (``runners.paper.reproduce_run``): under the
+    reproduction ``parent``, its refit at seed 0 and evaluations at the other seeds."""
+    return {"reproduction": parent, "repro_dataset": dataset, "repro_row": row, "seed": str(seed),
+            "role": "refit" if seed == 0 else "evaluation"}
+
+
+def reproduction_parent(root: Path, experiment: str, artifacts: Path | None = None):
+    """A reproduction's parent run in a new ``experiment`` (its artifacts under ``artifacts``) of the
+    SQLite MLflow store under ``root``, from now on the tracking URI: ``(client, experiment_id,
+    parent_run_id)``."""
+    import mlflow
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{root}/mlflow.db"
+    mlflow.set_tracking_uri(uri)
+    client = MlflowClient(uri)
+    exp = client.create_experiment(experiment, artifact_location=str(artifacts) if artifacts else None)
+    return client, exp, client.create_run(exp, tags={"role": "reproduction"}).info.run_id
+
+
 def group_options(group: str) -> list[str]:
     return sorted(p.stem for p in (CONF / group).glob("*.yaml"))
 
@@ -110,6 +159,17 @@ def run_workers(root: Path, overrides: list[str], n: int = 4) -> list[dict]:
     return [metrics for _, metrics in got]
 
 
+def four_workers_on_one_study(root: Path, stores: list[str] | None = None) -> None:
+    """Four worker processes on one study of 8 trials leave exactly what :func:`check_shared_study`
+    asks.  ``stores``: the overrides of its Optuna storage and MLflow store (None: SQLite files under
+    ``root``)."""
+    overrides = ["tune.n_trials=8", "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1",
+                 *(stores or [])]
+    cfg = compose_cfg(root, ["tune=optuna", *TINY, *overrides])
+    init_stores(cfg)   # a fresh store's schema, once, as the multirun callbacks do
+    check_shared_study(cfg, run_workers(root, overrides), n_trials=8, n_workers=4)
+
+
 def study_runs(uri: str, experiment: str = "gbfs"):
     """The runs of the MLflow experiment by role (deleted ones are not searched)."""
     from mlflow.tracking import MlflowClient
@@ -126,14 +186,13 @@ def study_runs(uri: str, experiment: str = "gbfs"):
 def check_shared_study(cfg, metrics: list[dict], n_trials: int, n_workers: int) -> None:
     """What several workers on one study must leave: ``n_trials`` counted trials and none RUNNING,
     one parent run holding every trial's run, one refit counting for GBDT-topK."""
-    import optuna
     import pytest
     from mlflow.tracking import MlflowClient
     from optuna.trial import TrialState
 
     from runners.tuning.study import NOT_RUN, n_done
 
-    study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    study = stored_study(cfg)
     trials = study.get_trials()
     ran = [t for t in trials if NOT_RUN not in t.user_attrs]
     assert n_done(study) == n_trials

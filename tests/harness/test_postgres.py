@@ -19,18 +19,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import optuna
 import pytest
-from harness_utils import (
-    TINY,
-    check_shared_study,
-    compose_cfg,
-    init_stores,
-    race,
-    run_workers,
-    study_runs,
-    wait_for,
-)
+from harness_utils import four_workers_on_one_study, race, stored_study, study_runs, tiny_study_cfg, wait_for
 
 from runners import tune
 from runners.tuning import study as studies
@@ -170,10 +160,9 @@ def databases(postgres, request):
 
 @pytest.mark.slow
 def test_one_worker_tunes_on_postgresql(tmp_path, databases):
-    cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, "tune.n_trials=3", "tune.n_startup_trials=2",
-                                 "print_summary=false", "tune.progress=false", *databases])
+    cfg = tiny_study_cfg(tmp_path, "tune.n_trials=3", *databases)
     metrics = tune.run(cfg)
-    study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    study = stored_study(cfg)
     assert studies.n_done(study) == 3 and "test_auc" in metrics
     roles = study_runs(cfg.tracking.uri)
     assert [len(roles[r]) for r in ("study", "trial", "refit")] == [1, 3, 1]
@@ -182,11 +171,7 @@ def test_one_worker_tunes_on_postgresql(tmp_path, databases):
 
 @pytest.mark.slow   # the race test below covers the claims in the default suite
 def test_four_workers_on_one_postgresql_study_run_exactly_n_trials(tmp_path, databases):
-    overrides = ["tune.n_trials=8", "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1", *databases]
-    cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, *overrides])
-    init_stores(cfg)   # a fresh store's schema, once, as the multirun callbacks do
-    metrics = run_workers(tmp_path, overrides)
-    check_shared_study(cfg, metrics, n_trials=8, n_workers=4)
+    four_workers_on_one_study(tmp_path, databases)
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()
 
 

@@ -12,12 +12,11 @@ import json
 import math
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import optuna
 import pandas as pd
 import pytest
-from harness_utils import CONF, compose_cfg, group_options
+from harness_utils import CONF, compose_cfg, group_options, paper_rows, reproduction_parent, unit_tags
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 from omegaconf import OmegaConf
@@ -30,7 +29,7 @@ from runners import run as run_module
 from runners import tune
 from runners.core import experiment, ranking_eval
 from runners.paper import reproduce_ranking, reproduce_run
-from runners.paper.reproduce_plan import Row, rows_by_task
+from runners.paper.reproduce_plan import rows_by_task
 from runners.tracking import runs as tracking
 from runners.tuning.search_space import check_search_space
 
@@ -218,14 +217,7 @@ def test_tuning_maximises_validation_ndcg(store):
 
 # ----------------------------------------------------------------- Table 4, from hand-made runs
 
-ROWS = [
-    Row("gbdt_full", "GBDT-Full", ("method=rank_gbdt_full",), paper="gbdt_full"),
-    Row("gbfs", "GBFS", ("method=rank_gbfs",), selector=True, paper="gbfs"),
-    Row("agbm", "A-GBM", ("method=rank_agbm",), selector=True, paper="agbm"),
-    Row("gtgbm", "GT-GBM", ("method=rank_gtgbm",), selector=True, paper="gtgbm"),
-    Row("gbdt_topk", "GBDT-topK", ("method=rank_gbdt_topk",), k_param="method.params.max_features",
-           paper="gbdt_topk"),
-]
+ROWS = paper_rows("rank_", k_param="method.params.max_features")
 #: (test_mrr, test_ndcg_at_10, n_selected_features, fit_seconds) of each row at seeds 0 and 1
 HAND = {
     "gbdt_full": [(0.90, 0.80, 90, 2.0), (0.92, 0.82, 88, 2.2)],
@@ -237,18 +229,13 @@ HAND = {
 
 
 @pytest.fixture
-def hand_runs(store):
+def hand_runs(tmp_path):
     """Runs logged by hand as the runners log them, in a reproduction's experiment."""
-    uri = f"sqlite:///{store}/mlflow.db"
-    mlflow.set_tracking_uri(uri)
-    client = MlflowClient(uri)
-    exp = client.create_experiment(f"table4-{len(client.search_experiments())}")
-    parent = client.create_run(exp, tags={"role": "reproduction"}).info.run_id
+    client, exp, parent = reproduction_parent(tmp_path, "table4")
     runs = {}
     for row in ROWS:
         for seed, (mrr_, ndcg, n, sec) in enumerate(HAND[row.name]):
-            tags = {"reproduction": parent, "repro_dataset": "ranking_like", "repro_row": row.name,
-                    "seed": str(seed), "role": "refit" if seed == 0 else "evaluation"}
+            tags = unit_tags(parent, "ranking_like", row.name, seed)
             if row.k_param:
                 tags["budget"] = "9" if seed else "7"
             run_id = client.create_run(exp, tags=tags).info.run_id

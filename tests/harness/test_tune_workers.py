@@ -13,13 +13,11 @@ from pathlib import Path
 import optuna
 import pytest
 from harness_utils import (
-    TINY,
-    check_shared_study,
-    compose_cfg,
-    init_stores,
+    four_workers_on_one_study,
     race,
-    run_workers,
+    stored_study,
     study_runs,
+    tiny_study_cfg,
     tune_argv,
     wait_for,
 )
@@ -34,37 +32,28 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
 
-def tiny_cfg(tmp_path, *overrides):
-    """A tiny study of runners.tune (TINY data, 2 random start-up trials, no bar, no summary)."""
-    return compose_cfg(tmp_path, ["tune=optuna", *TINY, "tune.n_startup_trials=2", "print_summary=false",
-                                  "tune.progress=false", *overrides])
-
-
-def load(cfg) -> optuna.Study:
-    return optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
-
-
 def test_trials_running_in_a_live_worker_are_claimed(tmp_path):
     """A trial RUNNING in another live process holds its slot of the budget: this worker runs only the
     rest, and leaves the refit to the worker still running a trial."""
-    cfg = tiny_cfg(tmp_path, "tune.n_trials=3")
+    cfg = tiny_study_cfg(tmp_path, "tune.n_trials=3")
     other = study_module.load_study(cfg.tune).ask()
     other.set_user_attr("worker", f"{socket.gethostname()}:{os.getppid()}")   # alive, not this process
     metrics = tune.run(cfg)
-    study = load(cfg)
+    study = stored_study(cfg)
     assert [t.state for t in study.trials] == [TrialState.RUNNING, TrialState.COMPLETE, TrialState.COMPLETE]
     assert "test_auc" not in metrics and metrics["best_value"] == pytest.approx(study.best_value)
     assert "refit" not in study_runs(cfg.tracking.uri)   # the other worker refits once its trial ends
     study.tell(other.number, state=TrialState.FAIL)   # ... but it failed: a rerun runs its slot again
     metrics = tune.run(cfg)
-    assert study_module.n_done(load(cfg)) == 3 and len(load(cfg).trials) == 4 and "test_auc" in metrics
+    study = stored_study(cfg)
+    assert study_module.n_done(study) == 3 and len(study.trials) == 4 and "test_auc" in metrics
     assert len(study_runs(cfg.tracking.uri)["refit"]) == 1
 
 
 def test_a_running_trial_naming_no_worker_is_left_alone_for_a_grace_period(tmp_path, monkeypatch):
     """A worker records itself in its trial just after asking for it: meanwhile a worker starting up
     must not take the trial for a dead one's; one asked for outside runners.tune is, once old."""
-    study = study_module.load_study(tiny_cfg(tmp_path).tune)
+    study = study_module.load_study(tiny_study_cfg(tmp_path).tune)
     trial = study.ask()
     assert study_module.fail_interrupted_trials(study) == [] and study_module.claimed(study) == 1
     monkeypatch.setattr(study_module, "UNRECORDED_GRACE", 0.0)
@@ -75,7 +64,7 @@ def test_a_running_trial_naming_no_worker_is_left_alone_for_a_grace_period(tmp_p
 def test_a_queued_trial_counts_every_claimed_trial(tmp_path):
     """A trial of enqueue_trial got its number when queued, before its claim: the trials claimed since,
     of higher numbers, hold their slots against it too; a new trial counts those numbered before it."""
-    study = study_module.load_study(tiny_cfg(tmp_path).tune)
+    study = study_module.load_study(tiny_study_cfg(tmp_path).tune)
     study.enqueue_trial({"mu": 1e-5, "learning_rate": 0.3, "min_node_fraction": 0.005})   # trial 0, WAITING
     alive = {"worker": f"{socket.gethostname()}:{os.getppid()}"}
     study.add_trial(optuna.trial.create_trial(state=TrialState.RUNNING, user_attrs=alive))   # trial 1
@@ -89,7 +78,7 @@ def test_a_queued_trial_counts_every_claimed_trial(tmp_path):
 
 
 def test_claim_attr_keeps_the_first_value(tmp_path):
-    cfg = tiny_cfg(tmp_path)
+    cfg = tiny_study_cfg(tmp_path)
     storage = study_module.open_storage(cfg.tune.storage)
     study = study_module.load_study(cfg.tune, storage)
     assert study_module.claim_attr(storage, study, "k", "first") == "first"
@@ -113,11 +102,7 @@ def test_only_trials_of_dead_local_processes_count_as_interrupted():
 
 @pytest.mark.slow  # four processes for ~20 s; CI runs it with -m slow
 def test_four_workers_on_one_sqlite_study_run_exactly_n_trials(tmp_path):
-    overrides = ["tune.n_trials=8", "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1"]
-    cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, *overrides])
-    init_stores(cfg)
-    metrics = run_workers(tmp_path, overrides)
-    check_shared_study(cfg, metrics, n_trials=8, n_workers=4)
+    four_workers_on_one_study(tmp_path)
 
 
 @pytest.mark.slow
@@ -137,8 +122,8 @@ def test_the_readmes_joblib_multirun_on_one_study(tmp_path):
     argv.insert(argv.index("runners.tune") + 1, "-m")
     res = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
-    cfg = compose_cfg(tmp_path, ["tune=optuna", *TINY, "tune.n_startup_trials=2"])
-    study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    cfg = tiny_study_cfg(tmp_path)
+    study = stored_study(cfg)
     assert study_module.n_done(study) == 8 and not study.get_trials(states=(TrialState.RUNNING,))
     roles = study_runs(cfg.tracking.uri)
     assert len(roles["study"]) == 1 and len(roles["refit"]) == 1
@@ -155,14 +140,14 @@ def test_a_worker_killed_mid_trial_is_failed_closed_and_replaced_on_rerun(tmp_pa
             "method.params.early_stopping_rounds=null"]
     proc = subprocess.Popen(tune_argv(tmp_path, slow), cwd=REPO, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
-    cfg = tiny_cfg(tmp_path, "tune.n_trials=3")
+    cfg = tiny_study_cfg(tmp_path, "tune.n_trials=3")
     worker = f"{socket.gethostname()}:{proc.pid}"
 
     def running_trial():
         if proc.poll() is not None:
             raise AssertionError(f"the worker ended before it was killed:\n{proc.stderr.read()[-3000:]}")
         try:
-            trials = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage).trials
+            trials = stored_study(cfg).trials
         except KeyError:   # the study does not exist yet
             return None
         return next((t for t in trials if t.state == TrialState.RUNNING
@@ -176,7 +161,7 @@ def test_a_worker_killed_mid_trial_is_failed_closed_and_replaced_on_rerun(tmp_pa
     client = MlflowClient(tracking_uri=cfg.tracking.uri)
     assert client.get_run(killed.user_attrs["mlflow_run_id"]).info.status == "RUNNING"
     metrics = tune.run(cfg)
-    study = optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    study = stored_study(cfg)
     assert study.trials[killed.number].state == TrialState.FAIL
     assert study_module.n_done(study) == 3 and len(study.trials) == 4 and metrics["n_trials_fail"] == 1
     dead = client.get_run(killed.user_attrs["mlflow_run_id"])

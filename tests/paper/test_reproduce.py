@@ -12,7 +12,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from harness_utils import CONF
+from harness_utils import CONF, paper_rows, reproduction_parent, unit_tags
 from hydra import compose, initialize_config_dir
 from mlflow.tracking import MlflowClient
 
@@ -110,14 +110,7 @@ def test_a_subset_of_datasets_runs_the_mvs_tables_only_when_listed(tmp_path, cap
 
 # ------------------------------------------------------------------ the table builder, by hand
 
-PAPER_ROWS = [
-    Row("gbdt_full", "GBDT-Full", ("method=gbdt_full",), paper="gbdt_full"),
-    Row("gbfs", "GBFS", ("method=gbfs",), selector=True, paper="gbfs"),
-    Row("agbm", "A-GBM", ("method=agbm",), selector=True, paper="agbm"),
-    Row("gtgbm", "GT-GBM", ("method=gtgbm",), selector=True, paper="gtgbm"),
-    Row("gbdt_topk", "GBDT-topK", ("method=gbdt_topk",), k_param="method.params.k", paper="gbdt_topk"),
-    Row("peer", "A peer", ("method=lgbm_cegb",)),
-]
+PAPER_ROWS = [*paper_rows("", k_param="method.params.k"), Row("peer", "A peer", ("method=lgbm_cegb",))]
 #: (test_auc, test_rmse, n_selected_features, fit_seconds) of each row at seeds 0 and 1
 HAND = {
     "gbdt_full": [(0.95, 0.30, 400, 2.0), (0.97, 0.28, 420, 2.2)],
@@ -132,22 +125,11 @@ HAND = {
 @pytest.fixture
 def hand_runs(tmp_path):
     """Runs logged by hand as the runners log them (metrics, params, tags, curves, artifacts)."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    mlflow.set_tracking_uri(uri)
-    exp = mlflow.create_experiment("reproduction", artifact_location=str(tmp_path / "art"))
-    client = MlflowClient(uri)
-    parent = client.create_run(exp, tags={"role": "reproduction"}).info.run_id
+    client, exp, parent = reproduction_parent(tmp_path, "reproduction", tmp_path / "art")
     runs = {}
     for row in PAPER_ROWS:
         for seed, (auc, rmse, n, sec) in enumerate(HAND[row.name]):
-            tags = {
-                "reproduction": parent,
-                "repro_dataset": "gisette_like",
-                "repro_row": row.name,
-                "seed": str(seed),
-                "role": "refit" if seed == 0 else "evaluation",
-                "mlflow.parentRunId": parent,
-            }
+            tags = {**unit_tags(parent, "gisette_like", row.name, seed), "mlflow.parentRunId": parent}
             if row.k_param:
                 tags["budget"] = "34" if seed else "30"
             with mlflow.start_run(experiment_id=exp, tags=tags) as r:
