@@ -45,17 +45,9 @@ from runners.tracking import runs as tracking
 
 def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
     """Run (or resume) the reproduction of ``cfg.reproduce``, a unit's config being ``compose`` of its
-    overrides; return the folders written, by dataset.
-
-    Raises
-    ------
-    ValueError
-        On a bad ``reproduce`` setting or one its units share
-        (:func:`runners.tuning.checks.check_reproduction`), before any run is created.
-    RuntimeError
-        When the same reproduction already runs in another process (:mod:`runners.paper.reproduce_lock`),
-        before any run is created.
-    """
+    overrides, its studies run by ``runners.tune`` and its further seeds' fits by ``runners.run``;
+    return the folders written, by dataset.  Raises what
+    :func:`runners.paper.reproduce_run.reproduce` raises, before any run is created."""
     return reproduce_run.reproduce(cfg, compose, tune=tune.run, fit=single_run.run)
 
 

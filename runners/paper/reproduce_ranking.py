@@ -18,13 +18,9 @@ same result in significantly less time".  Its analogue here is built, like Table
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pandas as pd
-from mlflow.entities import Run
-from mlflow.tracking import MlflowClient
-from omegaconf import DictConfig
 
 from runners.core import experiment
 from runners.core.ranking_eval import NDCG
@@ -110,37 +106,27 @@ def claims(t4: pd.DataFrame) -> list[str]:
     return out
 
 
-def write_dataset(
-    client: MlflowClient,
-    parent_id: str,
-    dataset: str,
-    rows: Sequence,
-    runs: Mapping[str, Run],
-    seeds: Sequence[int],
-    data_cfg: DictConfig,
-    settings: DictConfig,
-    folder: Path,
-) -> Path:
-    """Write ``folder``'s ``table4.md`` and ``table4.csv`` from the runs of one ranking dataset (the
-    arguments of :func:`runners.paper.tables.write_dataset`); return ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    t4 = table4(summarize(paper_tables.collect(runs, rows, seeds, METRICS)))
-    t4.to_csv(folder / "table4.csv", index=False, float_format="%.6g")
-    ds = experiment.load_data(data_cfg)
+def write_dataset(d: paper_tables.DatasetRuns) -> Path:
+    """Write ``d.folder``'s ``table4.md`` and ``table4.csv`` from the runs of one ranking dataset;
+    return the folder."""
+    d.folder.mkdir(parents=True, exist_ok=True)
+    t4 = table4(summarize(paper_tables.collect(d.runs, d.rows, d.seeds, METRICS)))
+    t4.to_csv(d.folder / "table4.csv", index=False, float_format="%.6g")
+    ds = experiment.load_data(d.data_cfg)
     queries = [len(g) for g in (ds.group_train, ds.group_val, ds.group_test)]
-    head = (f"{dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows "
+    head = (f"{d.dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows "
             f"({queries[0]} / {queries[1]} / {queries[2]} queries) x {ds.X_train.shape[1]} features; "
-            f"seeds {list(seeds)}; test MRR and NDCG@10 over the test queries (gbfs.booster.losses.ranking). "
-            f"Parent MLflow run `{parent_id}`.")
+            f"seeds {list(d.seeds)}; test MRR and NDCG@10 over the test queries "
+            f"(gbfs.booster.losses.ranking). Parent MLflow run `{d.parent_id}`.")
     note = ("The paper's columns are its Table 4 on R1 and R2, proprietary e-commerce search logs we do "
             "not have, with every model held to 20 features (its Section 5.2): the data differ, so only "
             "the order of the methods compares, not the values. The paper's RMSE (R1: 0.159 / 0.158 / "
             "0.158, R2: 0.103 / 0.101 / 0.101 for GBDT-topK / GBFS / GT-GBM) is not reproduced: "
             "LambdaRank's scores are not on the scale of the relevance labels.")
     checked = "\n".join(claims(t4)) or "- (the table lacks GT-GBM, GBDT-topK or GBFS: nothing to check)"
-    (folder / "table4.md").write_text(
-        f"# Table 4 (learning to rank): {dataset}\n\n{head}\n\n{table4_markdown(t4)}\n\n{note}\n\n"
+    (d.folder / "table4.md").write_text(
+        f"# Table 4 (learning to rank): {d.dataset}\n\n{head}\n\n{table4_markdown(t4)}\n\n{note}\n\n"
         f"The caption's claims (\"GT-GBM is competitive with the baselines, and achieves the same result "
         f"in significantly less time\"), on our numbers:\n\n{checked}\n"
     )
-    return folder
+    return d.folder

@@ -339,9 +339,8 @@ def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping
         t1, task_rows = time.perf_counter(), rows[tasks[name]]
         runs = rep.dataset(name, settings, task_rows, seeds)
         data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
-        written[name] = WRITERS[tasks[name]](
-            rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name
-        )
+        written[name] = WRITERS[tasks[name]](paper_tables.DatasetRuns(
+            rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name))
         rep.run_log.metrics({f"seconds_{name}": time.perf_counter() - t1})
         print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
     if runs_mvs(cfg):

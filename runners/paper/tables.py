@@ -19,6 +19,7 @@ import json
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import mlflow
@@ -269,32 +270,41 @@ def first_features(run_id: str, n: int) -> list[int]:
         return [int(f["index"]) for f in json.loads(Path(path).read_text())["features"]][:n]
 
 
-def write_dataset(
-    client: MlflowClient,
-    parent_id: str,
-    dataset: str,
-    rows: Sequence,
-    runs: Mapping[str, Run],
-    seeds: Sequence[int],
-    data_cfg: DictConfig,
-    settings: DictConfig,
-    folder: Path,
-) -> Path:
-    """Write ``folder``'s tables, figures and README from the runs of one dataset; return ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    frame = collect(runs, rows, seeds)
-    first = {row.name: runs[f"{row.name}/{seeds[0]}"].info.run_id for row in rows}
-    ds = experiment.load_data(data_cfg)
-    n = int(settings.figure3_features)
+@dataclass(frozen=True)
+class DatasetRuns:
+    """One dataset of a reproduction, as its writer reads it (:data:`runners.paper.reproduce_run.WRITERS`:
+    :func:`write_dataset`, :func:`runners.paper.reproduce_ranking.write_dataset`): the store and the
+    parent run, the dataset's name, rows, runs (``"<row>/<seed>"``), seeds, unit config and the
+    reproduction's settings, and the folder its tables go to."""
+
+    client: MlflowClient
+    parent_id: str
+    dataset: str
+    rows: Sequence
+    runs: Mapping[str, Run]
+    seeds: Sequence[int]
+    data_cfg: DictConfig
+    settings: DictConfig
+    folder: Path
+
+
+def write_dataset(d: DatasetRuns) -> Path:
+    """Write ``d.folder``'s tables, figures and README from the runs of one dataset; return the folder."""
+    d.folder.mkdir(parents=True, exist_ok=True)
+    frame = collect(d.runs, d.rows, d.seeds)
+    first = {row.name: d.runs[f"{row.name}/{d.seeds[0]}"].info.run_id for row in d.rows}
+    ds = experiment.load_data(d.data_cfg)
+    n = int(d.settings.figure3_features)
     top = {name: first_features(run_id, n) for name, run_id in first.items()}
     corr = {name: figures.mean_abs_correlation(ds.X_train, cols) for name, cols in top.items()}
-    t3 = table3(summarize(frame), dataset, corr)
-    t3.to_csv(folder / "table3.csv", index=False, float_format="%.6g")
-    labels = {row.name: row.label for row in rows}
-    title = f"{dataset} ({len(ds.y_train)} train rows x {ds.X_train.shape[1]} features), seed {seeds[0]}"
-    figures.figure2({labels[k]: curves(client, v) for k, v in first.items()}, folder / "figure2.png", title)
-    pair = [r.name for r in rows if r.paper == "gbdt_topk"][:1] + [
-        r.name for r in rows if r.paper == "gtgbm"
+    t3 = table3(summarize(frame), d.dataset, corr)
+    t3.to_csv(d.folder / "table3.csv", index=False, float_format="%.6g")
+    labels = {row.name: row.label for row in d.rows}
+    title = f"{d.dataset} ({len(ds.y_train)} train rows x {ds.X_train.shape[1]} features), seed {d.seeds[0]}"
+    figures.figure2({labels[k]: curves(d.client, v) for k, v in first.items()}, d.folder / "figure2.png",
+                    title)
+    pair = [r.name for r in d.rows if r.paper == "gbdt_topk"][:1] + [
+        r.name for r in d.rows if r.paper == "gtgbm"
     ][:1]
     if len(pair) == 2:
         figures.figure3(
@@ -303,23 +313,26 @@ def write_dataset(
             top[pair[1]],
             ds.feature_names,
             (labels[pair[0]], labels[pair[1]]),
-            folder / "figure3.png",
+            d.folder / "figure3.png",
             title,
         )
     head = (
-        f"{dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows x "
-        f"{ds.X_train.shape[1]} features; seeds {list(seeds)}; the paper's numbers are for "
-        f"{paper_dataset(dataset)}. Parent MLflow run `{parent_id}`."
+        f"{d.dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows x "
+        f"{ds.X_train.shape[1]} features; seeds {list(d.seeds)}; the paper's numbers are for "
+        f"{paper_dataset(d.dataset)}. Parent MLflow run `{d.parent_id}`."
     )
-    (folder / "table3.md").write_text(
-        f"# Table 3: {dataset}\n\n{head}\n\n{table3_markdown(t3, dataset, n)}\n"
+    (d.folder / "table3.md").write_text(
+        f"# Table 3: {d.dataset}\n\n{head}\n\n{table3_markdown(t3, d.dataset, n)}\n"
     )
-    (folder / "table5.md").write_text(
-        f"# Table 5: tuned parameters, {dataset}\n\n{head}\n\n{table5_markdown(frame, dataset, seeds[0])}\n"
+    (d.folder / "table5.md").write_text(
+        f"# Table 5: tuned parameters, {d.dataset}\n\n{head}\n\n"
+        f"{table5_markdown(frame, d.dataset, d.seeds[0])}\n"
     )
-    (folder / "table6.md").write_text(
-        f"# Table 6: GBDT-Full, {dataset}\n\n{head}\n\n{table6_markdown(t3, frame, dataset, seeds[0])}\n"
+    (d.folder / "table6.md").write_text(
+        f"# Table 6: GBDT-Full, {d.dataset}\n\n{head}\n\n"
+        f"{table6_markdown(t3, frame, d.dataset, d.seeds[0])}\n"
     )
-    seconds = paper_claims.compute_seconds(client, parent_id, dataset)
-    (folder / "README.md").write_text(paper_claims.readme(t3, dataset, head, seconds, np.asarray(seeds)))
-    return folder
+    seconds = paper_claims.compute_seconds(d.client, d.parent_id, d.dataset)
+    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds))
+    (d.folder / "README.md").write_text(readme)
+    return d.folder

@@ -30,6 +30,7 @@ from runners import tune
 from runners.core import experiment, ranking_eval
 from runners.paper import reproduce_ranking, reproduce_run
 from runners.paper.reproduce_plan import rows_by_task
+from runners.paper.tables import DatasetRuns
 from runners.tracking import runs as tracking
 from runners.tuning.search_space import check_search_space
 
@@ -252,8 +253,9 @@ def test_table4_reads_the_runs_back_next_to_the_papers_numbers(hand_runs, tmp_pa
     data = compose_cfg(tmp_path, ["method=rank_gbdt_full", "dataset=ranking_like", "dataset.scale=0.01",
                                   f"paths.data_dir={tmp_path}/data"])
     settings = OmegaConf.create({"figure3_features": 20})
-    folder = reproduce_ranking.write_dataset(client, parent, "ranking_like", ROWS, runs, [0, 1], data,
-                                             settings, tmp_path / "out")
+    runs_of = DatasetRuns(client, parent, "ranking_like", ROWS, runs, [0, 1], data, settings,
+                          tmp_path / "out")
+    folder = reproduce_ranking.write_dataset(runs_of)
     t4 = pd.read_csv(folder / "table4.csv").set_index("row")
     assert list(t4.index) == ["gbdt_full", "gbfs", "agbm", "gtgbm", "gbdt_topk"]
     assert t4.loc["gbfs", "mrr"] == pytest.approx(0.92) and t4.loc["gbfs", "n_features"] == 7
