@@ -123,7 +123,7 @@ class PackedEnsemble:
         self.has_categorical = bool(sets)
 
     def predict_raw(self, X, out: np.ndarray, categorical=None) -> None:
-        """Add the ensemble's output on raw rows (float64 C-ordered array, or a scipy.sparse
+        """Add the ensemble's output on raw rows (float64 or float32 C-ordered array, or a scipy.sparse
         matrix, densified a block of rows at a time) to ``out``.
 
         ``categorical``: a function giving a dense block with its categorical columns replaced by
@@ -151,40 +151,47 @@ class PackedEnsemble:
                         self.left, self.right, self.value, self.cat_set, self.cat_bits, out)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _nan(x) -> bool:
+    return np.isnan(x)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _missing_bin(b) -> bool:
+    return b == MISSING_BIN
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_sum(X, i, missing, roots, feature, threshold, missing_left, left, right, value, cat_set, cat_bits):
+    """Row ``i``'s sum over the trees of ``roots``: raw values against thresholds (``missing`` is
+    :func:`_nan`) or bins against bin thresholds (``missing`` is :func:`_missing_bin`); a categorical
+    split reads its category's bin in both."""
+    acc = 0.0
+    for t in range(roots.shape[0]):
+        node = roots[t]
+        while feature[node] >= 0:
+            x = X[i, feature[node]]
+            if missing(x):
+                go_left = missing_left[node]
+            elif cat_set[node] >= 0:
+                go_left = in_set(cat_bits[cat_set[node]], np.int64(x))
+            else:
+                go_left = x <= threshold[node]
+            node = left[node] if go_left else right[node]
+        acc += value[node]
+    return acc
+
+
 @njit(parallel=True, cache=True)
 def _predict_raw(X, roots, feature, threshold, missing_left, left, right, value, cat_set, cat_bits, out):
     for i in prange(X.shape[0]):
-        acc = 0.0
-        for t in range(roots.shape[0]):
-            node = roots[t]
-            while feature[node] >= 0:
-                x = X[i, feature[node]]
-                if np.isnan(x):
-                    go_left = missing_left[node]
-                elif cat_set[node] >= 0:  # x is the category's bin
-                    go_left = in_set(cat_bits[cat_set[node]], np.int64(x))
-                else:
-                    go_left = x <= threshold[node]
-                node = left[node] if go_left else right[node]
-            acc += value[node]
-        out[i] += acc
+        out[i] += _row_sum(X, i, _nan, roots, feature, threshold, missing_left, left, right, value, cat_set,
+                           cat_bits)
 
 
 @njit(parallel=True, cache=True)
 def _predict_binned(X_binned, roots, feature, bin_threshold, missing_left, left, right, value, cat_set,
                     cat_bits, out):
     for i in prange(X_binned.shape[0]):
-        acc = 0.0
-        for t in range(roots.shape[0]):
-            node = roots[t]
-            while feature[node] >= 0:
-                b = X_binned[i, feature[node]]
-                if b == MISSING_BIN:
-                    go_left = missing_left[node]
-                elif cat_set[node] >= 0:
-                    go_left = in_set(cat_bits[cat_set[node]], np.int64(b))
-                else:
-                    go_left = b <= bin_threshold[node]
-                node = left[node] if go_left else right[node]
-            acc += value[node]
-        out[i] += acc
+        out[i] += _row_sum(X_binned, i, _missing_bin, roots, feature, bin_threshold, missing_left, left,
+                           right, value, cat_set, cat_bits)

@@ -149,6 +149,13 @@ def _store(f, slot, hf, nb, rule, cat, splits, bits):
     splits.left_sums[f, C_CH] = res[3]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _build_scan_one(X_binned, rows, r_ord, h_ord, f, slots, n_bins, hist, rule, cat, splits, bits):
+    hf = hist[slots[f]]
+    accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
+    _store(f, slots[f], hf, n_bins[f], rule, cat, splits, bits)
+
+
 @njit(parallel=True, cache=True)
 def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_bins, hist, rule, cat, splits,
                                bits):
@@ -157,10 +164,8 @@ def build_and_scan_categorical(X_binned, rows, r_ord, h_ord, features, slots, n_
     ``f``'s row of ``hist`` and ``bits``; the record's ``bin`` is set to -1, ``missing_left`` to False
     (the missing bin goes right)."""
     for k in prange(features.shape[0]):
-        f = features[k]
-        hf = hist[slots[f]]
-        accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
-        _store(f, slots[f], hf, n_bins[f], rule, cat, splits, bits)
+        _build_scan_one(X_binned, rows, r_ord, h_ord, features[k], slots, n_bins, hist, rule, cat, splits,
+                        bits)
 
 
 @njit(cache=True, nogil=True)
@@ -168,10 +173,8 @@ def build_and_scan_categorical_serial(X_binned, rows, r_ord, h_ord, features, sl
                                       splits, bits):
     """:func:`build_and_scan_categorical` on one thread (small nodes: no thread-pool wake-up)."""
     for k in range(features.shape[0]):
-        f = features[k]
-        hf = hist[slots[f]]
-        accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, n_bins[f])
-        _store(f, slots[f], hf, n_bins[f], rule, cat, splits, bits)
+        _build_scan_one(X_binned, rows, r_ord, h_ord, features[k], slots, n_bins, hist, rule, cat, splits,
+                        bits)
 
 
 @njit(cache=True, nogil=True)
