@@ -25,6 +25,7 @@ from runners import run as run_module
 from runners import tune as tune_module
 from runners.core import experiment
 from runners.core.multitask_variants import IndependentWithinBudget, PooledWithinBudget
+from runners.paper.multitask_comparison import variant_configs
 from runners.tuning.search_space import check_search_space
 
 VARIANTS = ("mt_agbm", "mt_gtgbm", "mt_groupsparse", "mt_singletask", "mt_independent")
@@ -77,7 +78,7 @@ def test_search_spaces_cover_mu_and_mu_task(tmp_path):
 
 def test_comparison_config_composes(tmp_path):
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        variants = mt_runner.variant_configs([f"paths.root_dir={tmp_path}", "method=agbm"])
+        variants = variant_configs([f"paths.root_dir={tmp_path}", "method=agbm"])
     assert tuple(variants) == VARIANTS
     assert {v: c.method.name for v, c in variants.items()} == {v: v for v in VARIANTS}
     assert all(c.dataset.name == "multitask" for c in variants.values())
@@ -217,7 +218,7 @@ def test_comparison_draws_the_figure_as_an_artifact(tmp_path):
                  "compare.baselines=[mt_groupsparse]"]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose("multitask", overrides=overrides)
-        variants = mt_runner.variant_configs(overrides, list(cfg.compare.variants))
+        variants = variant_configs(overrides, list(cfg.compare.variants))
         out = mt_runner.compare(cfg, variants)
     stem = "multitask_untuned"
     for f in (f"{stem}_auprc.png", f"{stem}_auc.png", f"{stem}_auprc.csv", f"{stem}.md", f"{stem}.json"):
