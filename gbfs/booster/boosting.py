@@ -43,7 +43,7 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
                              sample_rng)
     step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng)
     plan = SingleTask(step, usage, [Evaluator(name, Xb, yv, step.init_score, loss_for(params, *extra))
-                                    for name, Xb, yv, *extra in evals])
+                                    for name, Xb, yv, *extra in evals], params.train_metrics)
     (trees,), history, best_iteration = run_rounds(plan, params, callbacks, model)
     return BoostingResult(trees, step.init_score, history, best_iteration)
 
@@ -51,8 +51,8 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
 class SingleTask:
     """The plan of single-task boosting: one slot, the train and validation sets' evaluators."""
 
-    def __init__(self, step: TreeStep, usage: Usage, evaluators: list[Evaluator]):
-        train = Evaluator("train", step.X_binned, step.y, step.init_score, step.loss)
+    def __init__(self, step: TreeStep, usage: Usage, evaluators: list[Evaluator], train_metrics: str = "all"):
+        train = Evaluator("train", step.X_binned, step.y, step.init_score, step.loss, train_metrics)
         train.raw = step.raw  # train scores are updated through the partition, not re-predicted
         self.step, self.usage, self._evals = step, usage, evaluators
         self.slots = [Slot(step, usage, self._add_tree)]

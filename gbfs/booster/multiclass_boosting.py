@@ -22,7 +22,7 @@ import numpy as np
 from .growing.feature_search import FeatureSearch
 from .growing.grower import TreeGrower
 from .losses.softmax import ClassGradient, RoundScores, SoftmaxLoss
-from .rounds import BoostingParams, BoostingResult, Slot, run_rounds
+from .rounds import BoostingParams, BoostingResult, Slot, records, run_rounds
 from .tree import PackedEnsemble, Tree
 from .tree_step import TreeStep
 from .usage import Usage
@@ -32,8 +32,8 @@ class SoftmaxEvaluator:
     """Running ``(n, K)`` raw scores of one data set and its multiclass metrics."""
 
     def __init__(self, name: str, X_binned: np.ndarray, codes: np.ndarray, init: np.ndarray,
-                 loss: SoftmaxLoss):
-        self.name, self.X_binned, self.codes, self.loss = name, X_binned, codes, loss
+                 loss: SoftmaxLoss, metrics: str = "all"):
+        self.name, self.X_binned, self.codes, self.loss, self.metrics = name, X_binned, codes, loss, metrics
         self.raw = np.tile(init, (codes.shape[0], 1))
         self._col = np.empty(codes.shape[0])
 
@@ -43,8 +43,11 @@ class SoftmaxEvaluator:
         self.raw[:, k] += self._col
 
     def record(self, rec: dict) -> None:
+        if not records(self.metrics, "loss"):
+            return
         rec[f"{self.name}_loss"] = self.loss.loss(self.codes, self.raw)
-        rec.update({f"{self.name}_{k}": v for k, v in self.loss.metrics(self.codes, self.raw).items()})
+        if records(self.metrics, "all"):
+            rec.update({f"{self.name}_{k}": v for k, v in self.loss.metrics(self.codes, self.raw).items()})
 
 
 def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(), callbacks=(),
@@ -62,7 +65,7 @@ def boost_softmax(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage,
     grower = TreeGrower(X_binned, bin_mapper, params.growth, search)
     steps = [TreeStep(X_binned, (codes == k).astype(np.float64), bin_mapper, params, search, sample_rng,
                       loss=ClassGradient(shared, k), grower=grower) for k in range(K)]
-    train = SoftmaxEvaluator("train", X_binned, codes, shared.init, loss)
+    train = SoftmaxEvaluator("train", X_binned, codes, shared.init, loss, params.train_metrics)
     evaluators = [SoftmaxEvaluator(name, Xb, yv.astype(np.int64), shared.init, loss)
                   for name, Xb, yv in evals]
     plan = Softmax(steps, usage, shared, grower, train, evaluators)

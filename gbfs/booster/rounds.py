@@ -46,6 +46,17 @@ class LeafEstimate:
     newton: bool
 
 
+#: what the training set's evaluator records after every round, cheapest first: nothing, the loss,
+#: or every metric of the validation sets too (AUC, RMSE, ...: on 100 000 rows these cost as much
+#: as a small tree)
+TRAIN_METRICS = ("none", "loss", "all")
+
+
+def records(train_metrics: str, what: str) -> bool:
+    """Whether an evaluator set to ``train_metrics`` records ``what`` (``"loss"`` or ``"all"``)."""
+    return TRAIN_METRICS.index(train_metrics) >= TRAIN_METRICS.index(what)
+
+
 #: the criteria and leaf estimates by name (the estimators' ``criterion`` and ``leaf_estimate``)
 CRITERIA = {c.name: c for c in (Criterion("sse", False), Criterion("newton", True))}
 LEAF_ESTIMATES = {e.name: e for e in (LeafEstimate("mean", False), LeafEstimate("newton", True))}
@@ -69,6 +80,7 @@ class BoostingParams:
     # not grown for ``selection_patience`` trees: its trees are discarded, only the selection is kept
     stop_when_full: bool = False
     selection_patience: int | None = None
+    train_metrics: str = "all"  # what the training set records after every round (TRAIN_METRICS)
 
 
 @dataclass
@@ -81,18 +93,24 @@ class BoostingResult:
 
 class Evaluator:
     """Running raw scores of one data set and its metrics (``{name}_loss``, ``_auc``, ``_rmse``;
-    a ranking loss's ``_ndcg@k`` and ``_mrr``)."""
+    a ranking loss's ``_ndcg@k`` and ``_mrr``); ``metrics`` (:data:`TRAIN_METRICS`) leaves out
+    the costlier ones or all."""
 
-    def __init__(self, name: str, X_binned: np.ndarray, y: np.ndarray, init_score: float, loss):
+    def __init__(self, name: str, X_binned: np.ndarray, y: np.ndarray, init_score: float, loss,
+                 metrics: str = "all"):
         self.name, self.X_binned, self.y = name, X_binned, y
-        self.loss = loss
+        self.loss, self.metrics = loss, metrics
         self.raw = np.full(y.shape[0], init_score, dtype=np.float64)
 
     def add_tree(self, tree: Tree) -> None:
         PackedEnsemble([tree]).predict_binned(self.X_binned, self.raw)
 
     def record(self, rec: dict) -> None:
+        if not records(self.metrics, "loss"):
+            return
         rec[f"{self.name}_loss"] = self.loss.loss(self.y, self.raw)
+        if not records(self.metrics, "all"):
+            return
         if self.loss.scores_auc:
             rec[f"{self.name}_auc"] = roc_auc(self.y, self.raw)
         if hasattr(self.loss, "metrics"):

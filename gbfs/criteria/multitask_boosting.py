@@ -58,7 +58,7 @@ class Multitask:
         self.evaluators = ()  # every task's metrics are in its part of the record
         self._train = []
         for step, t in zip(steps, tasks):
-            ev = Evaluator("train", t.X_binned, t.y, step.init_score, step.loss)
+            ev = Evaluator("train", t.X_binned, t.y, step.init_score, step.loss, step.params.train_metrics)
             ev.raw = step.raw  # updated through the partition, not re-predicted
             self._train.append(ev)
         self._evals = [[Evaluator(name, Xb, yv, step.init_score, step.loss) for name, Xb, yv in t.evals]

@@ -148,6 +148,11 @@ PARAM_DOC = """
         Rows between two scored prefixes of the ordering, and the fewest rows on the right.
     max_cat_to_onehot : int, default=4
         A feature with at most this many categories is split one-vs-rest.
+    train_metrics : {"loss", "all", "none"}, default="loss"
+        What ``history_`` records of the training rows after every tree: their loss (what a
+        progress bar shows without an eval set), ``"all"`` of the eval sets' metrics too (AUC,
+        RMSE, accuracy, NDCG@k, ...: on 100 000 rows these cost as much as a small tree), or
+        ``"none"``.  The eval sets always record every metric.
     random_state : int, RandomState instance or None, default=None
         Seed of every random choice (bin subsample, GT-GBM's subsets, row samples); same seed,
         same model.

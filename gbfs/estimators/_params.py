@@ -20,7 +20,7 @@ from ..booster.growing.grower import GrowthParams
 from ..booster.kernels._types import MAX_BINS
 from ..booster.losses.loss import LOSSES
 from ..booster.losses.ranking import LambdaRankLoss
-from ..booster.rounds import CRITERIA, LEAF_ESTIMATES, BoostingParams
+from ..booster.rounds import CRITERIA, LEAF_ESTIMATES, TRAIN_METRICS, BoostingParams
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
 from ..criteria.refit import IMPORTANCE_TYPES
@@ -89,9 +89,10 @@ CONSTRAINTS = {
     "max_cat_to_onehot": Int(1),
     "max_bins": Int(2, high=MAX_BINS), "bin_subsample": Int(1000, none=True), "min_data_in_bin": Int(1),
     "early_stopping_rounds": Int(1, none=True), "n_threads": Int(1, none=True),
+    "train_metrics": Choice(TRAIN_METRICS),
 }
 #: parameters a subclass may lack, with the value that stands for them
-ABSENT = {"leaf_count": "auto", "min_split_gain": 0.0, "min_data_in_bin": 1}
+ABSENT = {"leaf_count": "auto", "min_split_gain": 0.0, "min_data_in_bin": 1, "train_metrics": "all"}
 
 
 def _checked(est) -> dict:
@@ -158,7 +159,8 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         leaf_estimate=LEAF_ESTIMATES[V.check_choice("leaf_estimate", est.leaf_estimate, LEAF_ESTIMATES)],
         growth=growth, group_test_scope=scope, group_test_rows=est.group_test_rows,
         stop_when_full=bool(est.refit) and not METHODS[method].ranks,
-        selection_patience=None if METHODS[method].ranks else est.selection_patience)
+        selection_patience=None if METHODS[method].ranks else est.selection_patience,
+        train_metrics=v["train_metrics"])
 
 def _selection_params(est, method) -> None:
     V.check_int("max_features", est.max_features, 1, allow_none=True)

@@ -23,7 +23,8 @@ OVERFIT = dict(learning_rate=0.5, max_leaves=16, min_samples_leaf=2, mu=0.0, ran
 def test_record_evaluation_collects_every_value(clf_split, fast_params):
     Xt, yt, Xv, yv = clf_split
     store = {}
-    est = GBFSClassifier(**fast_params).fit(Xt, yt, eval_set=(Xv, yv), callbacks=[record_evaluation(store)])
+    est = GBFSClassifier(**fast_params, train_metrics="all").fit(Xt, yt, eval_set=(Xv, yv),
+                                                                 callbacks=[record_evaluation(store)])
     assert {"train_loss", "train_auc", "val_loss", "val_auc", "n_leaves"} <= set(store)
     for key, values in store.items():
         assert len(values) == est.n_iter_
@@ -205,7 +206,8 @@ def test_log_evaluation_period_zero_is_silent(capsys, reg_data, fast_params):
 
 def test_log_evaluation_values_match_history(capsys, reg_data, fast_params):
     X, y = reg_data
-    est = GBFSRegressor(**{**fast_params, "n_estimators": 2}).fit(X, y, callbacks=[log_evaluation()])
+    est = GBFSRegressor(**{**fast_params, "n_estimators": 2, "train_metrics": "all"}).fit(
+        X, y, callbacks=[log_evaluation()])
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2
     rmse = float(lines[-1].split("train_rmse=")[1].split(",")[0])

@@ -86,7 +86,9 @@ def test_history_has_gbfs_classifier_keys(cancer, full_fit):
     from gbfs import GBFSClassifier
 
     Xtr, ytr, Xv, yv = cancer
-    gbfs = GBFSClassifier(n_estimators=2, max_leaves=4, random_state=0).fit(Xtr, ytr, eval_set=(Xv, yv))
+    # the baseline records every training metric, as train_metrics="all" does
+    gbfs = GBFSClassifier(n_estimators=2, max_leaves=4, random_state=0, train_metrics="all").fit(
+        Xtr, ytr, eval_set=(Xv, yv))
     assert list(full_fit.history_[0]) == list(gbfs.history_[0])
     assert [r["iteration"] for r in full_fit.history_] == list(range(N_TREES))
     elapsed = [r["elapsed_seconds"] for r in full_fit.history_]

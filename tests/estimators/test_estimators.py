@@ -98,11 +98,11 @@ def test_decision_function_consistent_with_predict(clf_data, fast_params):
 
 def test_fit_learns_something(clf_data, reg_data, fast_params):
     X, y = clf_data
-    clf = GBFSClassifier(**fast_params).fit(X, y)
+    clf = GBFSClassifier(**fast_params, train_metrics="all").fit(X, y)
     assert clf.history_[-1]["train_auc"] > 0.9
     assert clf.history_[-1]["train_loss"] < clf.history_[0]["train_loss"]
     X, y = reg_data
-    reg = GBFSRegressor(**fast_params).fit(X, y)
+    reg = GBFSRegressor(**fast_params, train_metrics="all").fit(X, y)
     pred = reg.predict(X)
     assert pred.shape == y.shape
     assert np.sqrt(np.mean((pred - y) ** 2)) < np.std(y)
@@ -117,7 +117,7 @@ COMMON_KEYS = {"train_loss", "elapsed_seconds", "root_variance", "n_features_use
 @pytest.mark.parametrize("Est, metric", [(GBFSClassifier, "auc"), (GBFSRegressor, "rmse")])
 def test_history_records(clf_data, reg_data, fast_params, Est, metric):
     X, y = clf_data if Est is GBFSClassifier else reg_data
-    est = Est(**fast_params).fit(X, y)
+    est = Est(**fast_params, train_metrics="all").fit(X, y)
     assert est.n_iter_ == fast_params["n_estimators"] == len(est.trees_)
     assert est.best_iteration_ is None
     assert len(est.history_) == est.n_iter_
@@ -258,3 +258,20 @@ def test_refit_is_independent_of_previous_fit(clf_data, reg_data, fast_params):
     est.fit(X, y)
     np.testing.assert_array_equal(est.decision_function(X), first)
     assert len(est.history_) == est.n_iter_
+
+
+@pytest.mark.parametrize("Est", [GBFSClassifier, GBFSRegressor])
+def test_train_metrics_choose_what_the_training_rows_record(clf_data, reg_data, fast_params, Est):
+    """The training rows record their loss by default, every metric with "all", nothing with
+    "none"; the eval sets always record everything, and the model is the same whatever is recorded."""
+    X, y = clf_data if Est is GBFSClassifier else reg_data
+    fits = {m: Est(**fast_params, train_metrics=m).fit(X[:300], y[:300], eval_set=(X[300:], y[300:]))
+            for m in ("loss", "all", "none")}
+    train = {m: {k for k in est.history_[-1] if k.startswith("train_")} for m, est in fits.items()}
+    assert train["loss"] == {"train_loss"} and train["none"] == set()
+    assert train["all"] >= {"train_loss", "train_rmse"} and train["all"] > train["loss"]
+    assert all({"val_loss", "val_rmse"} <= set(est.history_[-1]) for est in fits.values())
+    assert fits["all"].history_[-1]["train_loss"] == fits["loss"].history_[-1]["train_loss"]
+    np.testing.assert_array_equal(fits["none"].predict(X), fits["all"].predict(X))
+    with pytest.raises(ValueError, match="train_metrics"):
+        Est(**fast_params, train_metrics="some").fit(X, y)

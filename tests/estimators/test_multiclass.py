@@ -162,7 +162,7 @@ def test_every_method_fits_and_round_trips(tmp_path, params):
 def test_history_early_stopping_and_best_iteration(tmp_path):
     X, y = _data(n=1500, K=3)
     est = GBFSClassifier(n_estimators=300, learning_rate=0.5, early_stopping_rounds=5, random_state=0,
-                         criterion="newton", leaf_estimate="newton")
+                         criterion="newton", leaf_estimate="newton", train_metrics="all")
     est.fit(X[:1000], y[:1000], eval_set=(X[1000:], y[1000:]))
     rec = est.history_[-1]
     assert {"train_loss", "train_auc", "train_accuracy", "val_loss", "val_auc", "val_accuracy"} <= set(rec)

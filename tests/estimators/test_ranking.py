@@ -114,7 +114,7 @@ def test_ranker_matches_lightgbm_lambdarank():
 def test_every_method_ranks_and_round_trips(params, tmp_path):
     X, y, g = ranking_data(150, 3)
     Xv, yv, gv = ranking_data(60, 4)
-    m = GBFSRanker(n_estimators=15, random_state=0, early_stopping_rounds=5, **params)
+    m = GBFSRanker(n_estimators=15, random_state=0, early_stopping_rounds=5, train_metrics="all", **params)
     m.fit(X, y, g, eval_set=(Xv, yv, gv))
     rec = m.history_[-1]
     assert {"train_ndcg@10", "train_mrr", "val_ndcg@10", "val_mrr"} <= set(rec)
