@@ -53,6 +53,7 @@ from gbfs import GBFSClassifier
 from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data import Dataset, load_dataset
+from runners.bench.matched import Matched
 from runners.paper.sampling_report import (  # noqa: F401  (the outputs, re-exported)
     BASELINE,
     LABELS,
@@ -94,18 +95,16 @@ class Booster:
 
     def estimator(self, strategy: str, params: dict, seed: int):
         """``GBFSClassifier`` (``params``: its sampler arguments) or ``LightGBMBaseline``
-        (``params``: LightGBM's sampling parameters, passed as ``lgb_params``)."""
+        (``params``: LightGBM's sampling parameters, passed as ``lgb_params``), from the matched
+        settings (:class:`runners.bench.matched.Matched`)."""
+        matched = Matched(n_estimators=self.trees, learning_rate=self.learning_rate, max_depth=self.max_depth,
+                          max_leaves=self.max_leaves, min_samples_leaf=self.min_samples_leaf,
+                          threads=self.threads, seed=seed)
         if library(strategy) == "lightgbm":
-            return LightGBMBaseline(kind="full", n_estimators=self.trees, learning_rate=self.learning_rate,
-                                    num_leaves=self.max_leaves, max_depth=self.max_depth,
-                                    min_child_samples=self.min_samples_leaf, random_state=seed,
-                                    n_threads=self.threads, lgb_params=dict(params) or None)
+            return LightGBMBaseline(**matched.baseline("full", lgb_params=dict(params) or None))
         leaf = "newton" if self.criterion == "newton" else "mean"
-        return GBFSClassifier(method=self.method, mu=self.mu, n_estimators=self.trees,
-                              learning_rate=self.learning_rate, max_depth=self.max_depth,
-                              max_leaves=self.max_leaves, min_samples_leaf=self.min_samples_leaf,
-                              criterion=self.criterion, leaf_estimate=leaf, random_state=seed,
-                              n_threads=self.threads, **params)
+        return GBFSClassifier(**matched.ours(method=self.method, mu=self.mu, criterion=self.criterion,
+                                             leaf_estimate=leaf, **params))
 
 
 def grid(strategy: str, rate: float, goss_style: str = "paper") -> list[dict]:
