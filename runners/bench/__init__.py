@@ -12,6 +12,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sys
+
+from runners.tracking.runs import git_commit
 
 
 def suites() -> list:
@@ -25,6 +28,11 @@ def suites() -> list:
         if callable(getattr(module, "add_parser", None)):
             found.append(module)
     return found
+
+
+def provenance() -> dict[str, str]:
+    """What made a benchmark's results: its command line and the checkout's commit."""
+    return {"command": " ".join(["python -m runners.bench", *sys.argv[1:]]), "git_commit": git_commit()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,7 +31,6 @@ rather than rerunning it.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -42,7 +41,7 @@ from gbfs import GBFSClassifier
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data.synthetic.generators import GENERATORS
 from gbfs.sampling.samplers import mvs_threshold
-from runners.tracking.runs import git_commit
+from runners.bench import provenance
 
 TARGETS = {"threshold_s": 0.2, "per_tree_ratio": 0.4, "fit_ratio": 0.4, "fit_auc_loss": 0.01}
 OURS = ("sgb", "goss", "mvs", "mvs_adaptive")
@@ -264,8 +263,7 @@ def run(args) -> int:
     res["comparison"] = comparison_verdict(args.comparison)
     print_summary(res)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({**res, "command": " ".join(sys.argv), "git_commit": git_commit()},
-                                   indent=2))
+    args.out.write_text(json.dumps({**res, **provenance()}, indent=2))
     print(f"\nwrote {args.out}")
     return 0
 

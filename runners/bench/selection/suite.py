@@ -52,7 +52,6 @@ feature, as the path's probes do); CEGB the penalised grid; L1 C in 7 values log
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -63,6 +62,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from runners.bench import provenance
 from runners.bench.selection import data, report
 from runners.bench.selection.families import CRITERIA, FAMILIES, METHODS, Booster, Grids, Split
 from runners.bench.selection.peers import peer_lines
@@ -215,7 +215,7 @@ def settings(args: argparse.Namespace) -> dict:
 def run_meta(s: dict, df: pd.DataFrame, seconds: float) -> dict:
     """What ``summary.md`` records about the run."""
     skipped = [d for d in s["datasets"] if d not in set(df["dataset"])]
-    return {"command": " ".join(["python -m runners.bench", *sys.argv[1:]]),
+    return {"command": provenance()["command"],
             **{k: s[k] for k in ("datasets", "seeds", "budgets", "booster", "grids")},
             "skipped (not available)": skipped or "none", "runtime": f"{seconds:.0f} s"}
 

@@ -64,9 +64,9 @@ import scipy.sparse as sp
 
 from gbfs import GBFSClassifier
 from gbfs.booster.losses.metrics import roc_auc
+from runners.bench import provenance
 from runners.bench.matched import lgb_params, matched_params, warm_up
 from runners.bench.speed import shapes as bench_shapes
-from runners.tracking.runs import git_commit
 
 TARGETS = {"per_tree_ratio": 1.0, "per_tree_ratio_max": 1.5, "fit_ratio": 1.2, "binning_ratio": 0.5,
            "penalty_overhead": 0.05, "auc_gap_pt": 0.5, "jit_cold_s": 15.0, "jit_cached_s": 2.0,
@@ -372,7 +372,7 @@ def run_core(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "jit": jit, "path_cost": path, "targets": TARGETS,
                                     "shape_targets": SHAPE_TARGETS, "verdicts": checks, "skipped": skipped,
-                                    "command": " ".join(sys.argv), "git_commit": git_commit()}, indent=2))
+                                    **provenance()}, indent=2))
     print(f"\nwrote {args.out}")
     return 0
 

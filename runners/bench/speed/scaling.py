@@ -28,7 +28,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before any OpenMP runtime
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -40,8 +39,8 @@ from gbfs import GBFSClassifier
 from gbfs.booster.binning import BinMapper
 from gbfs.booster.kernels.histogram import HistogramLayout, build_histogram
 from gbfs.data.synthetic.generators import make_sparse_classification
+from runners.bench import provenance
 from runners.bench.matched import Matched, warm_up
-from runners.tracking.runs import git_commit
 
 ROWS_AT, FEATURES_AT, THREADS_AT = 100, 1000, (100_000, 100)
 
@@ -159,8 +158,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{v['minimal_updates_per_s'] / 1e6:7.0f} M/s, ours at "
                   f"{100 * v['share_of_minimal']:.0f} % of it")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"curves": curves, "update_rates": rates, "command": " ".join(sys.argv),
-                                    "git_commit": git_commit()}, indent=2))
+    args.out.write_text(json.dumps({"curves": curves, "update_rates": rates, **provenance()}, indent=2))
     print(f"\nwrote {args.out}")
     return 0
 
