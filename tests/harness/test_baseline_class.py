@@ -31,6 +31,7 @@ search_space:
 """
 
 
+@pytest.mark.slow  # a whole runners.run against a real store: ~7 s
 def test_a_class_and_a_yaml_run_as_a_method(tmp_path):
     extra = tmp_path / "conf"
     (extra / "method").mkdir(parents=True)

@@ -32,6 +32,7 @@ def _answers(path):
     return [(r.budget, r.features.tolist(), r.source, r.cv_mean, r.cv_se) for r in path.results]
 
 
+@pytest.mark.slow  # two cross-validated paths: ~8 s
 def test_cv_choice_is_reproducible_by_seed_and_never_reads_the_test_set(data):
     X, y, Xv, yv, Xs, ys = data
     fit = dict(eval_set=(Xv, yv), budgets=BUDGETS, cv=3)
