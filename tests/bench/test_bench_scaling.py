@@ -41,3 +41,14 @@ def test_scaling_end_to_end(tmp_path, capsys):
     assert result["command"] and result["git_commit"]
     printed = capsys.readouterr().out
     assert "exponent" in printed and "updates per second" in printed
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["scaling", "--max-rows", "10"], "--max-rows: must be >= 10000"),
+    (["scaling", "--trees", "0"], "--trees: must be >= 1"),
+    (["core", "--path-data", "bogus"], "--path-data: must be one of"),
+])
+def test_bad_arguments_are_refused_before_any_fit(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(argv)
+    assert message in capsys.readouterr().err

@@ -29,7 +29,7 @@ from ..kernels._types import ROW_DTYPE
 from ..kernels.categorical import CAT_DEFAULTS, bins_of
 from ..kernels.histogram import HistogramLayout, build_histogram, gather
 from ..kernels.portable import total
-from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SERIAL_BINS, SPARSE_SHARE, SparseRows, flat_bins
+from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
 from ..kernels.splitting import (
     SplitRule,
     Splits,
@@ -335,10 +335,9 @@ class TreeGrower:
         hist = node.hist if keep else self._scratch_hist
         dense, rowwise = live(sparse.dense_features, node.dead), live(sparse.features, node.dead)
         self._fused(node, rows, r_ord, h_ord, dense, keep, hist)
-        sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count), self.offsets,
-                               hist, rowwise)
-        scan = best_splits_per_feature_serial if flat_bins(rowwise, self.offsets) <= SERIAL_BINS \
-            else best_splits_per_feature
+        serial = sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count),
+                                        self.offsets, hist, rowwise)
+        scan = best_splits_per_feature_serial if serial else best_splits_per_feature
         scan(hist, rowwise, self.offsets, self.n_bins, self.split_rule(node), node.splits)
         node.dead = self.pruning.after_search(self.pruning.after_search(node.dead, dense, node.splits.gain),
                                               rowwise, node.splits.gain)

@@ -250,12 +250,14 @@ class SparseRows:
         return int(self.indptr.nbytes + self.idx.nbytes)
 
     def build_histogram(self, rows, r_ord, h_ord, sum_g, sum_h, sum_c, offsets, hist,
-                        features: np.ndarray | None = None) -> None:
+                        features: np.ndarray | None = None) -> bool:
         """Fill the bins of the sparse ``features`` (default: all) of the flat ``hist`` for a node.
 
         ``rows`` empty means all rows in order; ``h_ord`` empty means unit second channel (then
         channel 1 is the count); ``sum_*`` are the node's totals.  Every non-default entry of a
         row is added, so the bins of the sparse features left out hold values that mean nothing.
+        Returns whether the per-feature passes ran on one thread (at most :data:`SERIAL_BINS`
+        bins), which the caller's split scan of the same features follows.
         """
         features = self.features if features is None else features
         serial = flat_bins(features, offsets) <= SERIAL_BINS
@@ -270,3 +272,4 @@ class SparseRows:
                                      self._scratch[:n_chunks - 1])
         derive = _derive_default_bins_serial if serial else _derive_default_bins
         derive(hist, features, offsets, self.default, sum_g, sum_h, sum_c)
+        return serial

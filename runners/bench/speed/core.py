@@ -377,6 +377,17 @@ def run_core(args: argparse.Namespace) -> int:
     return 0
 
 
+def _path_data(value: str) -> str | None:
+    """``--path-data``: a selection-benchmark data set, or ``none`` (refused before any fit)."""
+    from runners.bench.selection.data import DATASETS
+
+    if value == "none":
+        return None
+    if value not in DATASETS:
+        raise argparse.ArgumentTypeError(f"must be one of {sorted(DATASETS)} or 'none', got {value!r}")
+    return value
+
+
 def add_parser(sub) -> None:
     core = sub.add_parser("core", help="booster vs LightGBM on the papers' shapes and the real-data shapes")
     shapes = list(bench_shapes.SHAPES)
@@ -391,6 +402,6 @@ def add_parser(sub) -> None:
     core.add_argument("--no-jit", action="store_true", help="skip the JIT timing subprocesses")
     core.add_argument("--path-data", default="isolet",
                       help="data set of the selection path's cost (a selection-benchmark data set; "
-                           "'none' skips it)", type=lambda v: None if v == "none" else v)
+                           "'none' skips it)", type=_path_data)
     core.add_argument("--out", type=Path, default=Path("results/bench/core.json"))
     core.set_defaults(handler=run_core)

@@ -163,10 +163,23 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least(low: int):
+    """An argparse type: an integer of at least ``low`` (a curve needs two points to fit its slope)."""
+    def parse(text: str) -> int:
+        value = int(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+    return parse
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser("scaling", help="time against rows, features and threads, ours and LightGBM's")
-    p.add_argument("--trees", type=int, default=20)
-    p.add_argument("--max-rows", type=int, default=1_000_000)
-    p.add_argument("--max-features", type=int, default=100_000)
+    p.add_argument("--trees", type=_at_least(1), default=20)
+    p.add_argument("--max-rows", type=_at_least(10_000), default=1_000_000,
+                   help="the rows curve's largest size (a power of ten from 10^3 up; at least two points)")
+    p.add_argument("--max-features", type=_at_least(1000), default=100_000,
+                   help="the features curve's largest size (a power of ten from 10^2 up; at least two "
+                        "points)")
     p.add_argument("--out", type=Path, default=Path("results/bench/scaling.json"))
     p.set_defaults(handler=run)
