@@ -202,44 +202,58 @@ def _prefix_sums(Xb, z_values, subsets, stored, prefix):
 def _half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
     """Pseudo-feature ``sum_{t in [lo, hi)} z_{subset[t]}`` of the node's rows into ``out``.
 
-    Returns its (min, max) over the rows.  ``rows`` empty means rows ``0..n-1``.  The loops
-    are duplicated per case so that none of them branches per row.
+    Returns its (min, max) over the rows, taken in the pass that writes a stored half.  ``rows``
+    empty means rows ``0..n-1``.  The loops are duplicated per case so that none of them branches
+    per row.
     """
     all_rows = rows.shape[0] == 0
     c_lo = col_of[lo]
     c_hi = col_of[hi]
+    mn = np.inf
+    mx = -np.inf
     if c_hi >= 0 and c_lo == -2:  # lo == 0: the stored prefix is the value
         top = prefix[k, c_hi]
         if all_rows:
             for i in range(n):
-                out[i] = top[i]
+                v = top[i]
+                out[i] = v
+                mn = min(mn, v)
+                mx = max(mx, v)
         else:
             for i in range(n):
-                out[i] = top[rows[i]]
-    elif c_hi >= 0 and c_lo >= 0:  # stored boundaries: one subtraction per row
+                v = top[rows[i]]
+                out[i] = v
+                mn = min(mn, v)
+                mx = max(mx, v)
+        return mn, mx
+    if c_hi >= 0 and c_lo >= 0:  # stored boundaries: one subtraction per row
         top = prefix[k, c_hi]
         bot = prefix[k, c_lo]
         if all_rows:
             for i in range(n):
-                out[i] = top[i] - bot[i]
+                v = top[i] - bot[i]
+                out[i] = v
+                mn = min(mn, v)
+                mx = max(mx, v)
         else:
             for i in range(n):
-                out[i] = top[rows[i]] - bot[rows[i]]
-    else:  # a small half: sum its few standardised columns directly
-        for i in range(n):
-            out[i] = 0.0
-        for t in range(lo, hi):
-            f = subset[t]
-            col = Xb[:, f]
-            z = z_values[f]
-            if all_rows:
-                for i in range(n):
-                    out[i] += z[col[i]]
-            else:
-                for i in range(n):
-                    out[i] += z[col[rows[i]]]
-    mn = np.inf
-    mx = -np.inf
+                v = top[rows[i]] - bot[rows[i]]
+                out[i] = v
+                mn = min(mn, v)
+                mx = max(mx, v)
+        return mn, mx
+    for i in range(n):  # a small half: sum its few standardised columns directly
+        out[i] = 0.0
+    for t in range(lo, hi):
+        f = subset[t]
+        col = Xb[:, f]
+        z = z_values[f]
+        if all_rows:
+            for i in range(n):
+                out[i] += z[col[i]]
+        else:
+            for i in range(n):
+                out[i] += z[col[rows[i]]]
     for i in range(n):
         v = out[i]
         mn = min(mn, v)
@@ -248,24 +262,31 @@ def _half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
 
 
 @njit(cache=True, nogil=True)
-def _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins):
-    """Equal-width histogram of a pseudo-feature over [mn, mx] (``h_ord`` empty: unit weights)."""
+def _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins):
+    """Equal-width histogram of a pseudo-feature over [mn, mx] (``h_ord`` empty: unit weights).
+
+    The bins are computed first in a loop of their own (``bins`` is scratch of ``z``'s length),
+    so that the float arithmetic is not interleaved with the dependent histogram updates; the
+    updates follow in row order, as before.
+    """
     for b in range(n_bins):  # bins n_bins..255 (incl. the missing bin) stay zero
         hist[b, G_CH] = 0.0
         hist[b, H_CH] = 0.0
         hist[b, C_CH] = 0.0
     scale = n_bins / (mx - mn)
     top = n_bins - 1
+    for i in range(z.shape[0]):
+        bins[i] = min(int((z[i] - mn) * scale), top)
     if h_ord.shape[0] == 0:
         for i in range(z.shape[0]):
-            b = min(int((z[i] - mn) * scale), top)
+            b = bins[i]
             hist[b, G_CH] += r_ord[i]
             hist[b, C_CH] += 1.0
         for b in range(n_bins):
             hist[b, H_CH] = hist[b, C_CH]
     else:
         for i in range(z.shape[0]):
-            b = min(int((z[i] - mn) * scale), top)
+            b = bins[i]
             hist[b, G_CH] += r_ord[i]
             hist[b, H_CH] += h_ord[i]
             hist[b, C_CH] += 1.0
@@ -273,7 +294,7 @@ def _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins):
 
 @njit(cache=True, nogil=True)
 def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                 min_child_weight, reg_lambda):
+                 min_child_weight, reg_lambda, bins):
     """GT(half): best split gain of a pseudo-feature binned into equal-width bins over [mn, mx].
 
     A spread within ``tol`` is float32 rounding of prefix differences, not a feature that
@@ -281,7 +302,7 @@ def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c
     """
     if not mx - mn > tol:
         return -np.inf  # constant in this node: no split
-    _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins)
+    _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins)
     # rows counted exactly: a group test only ranks halves, the split itself is searched after it
     rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
     return scan_feature(hist, n_bins, rule)[0]
@@ -300,6 +321,7 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
     for k in prange(p):
         zl = np.empty(n, dtype=np.float32)
         zr = np.empty(n, dtype=np.float32)
+        bins = np.empty(n, dtype=np.int32)
         hist = np.zeros((N_BINS, 3))  # no missing values in a pseudo-feature: bin 255 stays 0
         lo = 0
         hi = m
@@ -307,17 +329,17 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
         if m == 1:  # one feature per subset (s = d): nothing to halve, the feature is tested alone
             mn1, mx1 = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, 0, 1, rows, n, zl)
             best = _pseudo_gain(zl, mn1, mx1, _F32_NOISE, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
-                                min_samples_leaf, min_child_weight, reg_lambda)
+                                min_samples_leaf, min_child_weight, reg_lambda, bins)
         while hi - lo > 1:
             mid = lo + (hi - lo) // 2
             mnl, mxl = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
             # prefixes are at most hi (z <= 1): a few float32 ulps of that is rounding noise
             tol = _F32_NOISE * hi
             gl = _pseudo_gain(zl, mnl, mxl, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
-                              min_samples_leaf, min_child_weight, reg_lambda)
+                              min_samples_leaf, min_child_weight, reg_lambda, bins)
             mnr, mxr = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
             gr = _pseudo_gain(zr, mnr, mxr, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
-                              min_samples_leaf, min_child_weight, reg_lambda)
+                              min_samples_leaf, min_child_weight, reg_lambda, bins)
             if gr > gl:  # ties keep the left half
                 lo = mid
                 best = gr
