@@ -81,3 +81,25 @@ def test_rfe_step_with_bags_is_refused(split):
     assert not any("rfe" in [c["source"], *c["also"]] for c in bagged.candidates)
     plain = selection_path(_template(), X, y, eval_set=(Xv, yv), budgets=(3, 6))
     assert any("rfe" in [c["source"], *c["also"]] for c in plain.candidates)
+
+
+def test_elimination_starts_from_the_unpenalised_fits_best_features(split, monkeypatch):
+    import gbfs.selection.path as path_module
+
+    seen = []
+
+    def recording(importance_of, features, budgets, step):
+        seen.append(np.asarray(features))
+        return eliminate(importance_of, features, budgets, step)
+
+    monkeypatch.setattr(path_module, "eliminate", recording)
+    X, y, Xv, yv = split
+    path = selection_path(_template(), X, y, eval_set=(Xv, yv), budgets=(2, 3), rfe_step=0.25)
+    ranking = GBFSClassifier(**{**_template().get_params(), "mu": 0.0}).fit(X, y, eval_set=(Xv, yv))
+    gain = ranking.feature_importance("gain")
+    used = np.flatnonzero(gain > 0)
+    assert used.size > path_module.RFE_START * 3  # the cap applies on this data
+    best = used[np.argsort(-gain[used], kind="stable")][:path_module.RFE_START * 3]
+    np.testing.assert_array_equal(seen[0], best)
+    rfe = {c["budget"]: c["features"] for c in path.candidates if "rfe" in [c["source"], *c["also"]]}
+    assert set(rfe[2]) <= set(rfe[3]) <= set(best)
