@@ -78,34 +78,64 @@ LINEAR_CELL = 8
 
 
 @njit(cache=True, nogil=True)
-def _bin_column(v, e, n_edges, lo, inv, lower, widest, zero, col):
-    """``col[i] = #{e[:n_edges] < v[i]}`` (NaN -> MISSING_BIN) for one feature's values ``v``.
+def _bin_column(tile, j, m, e, n_edges, lo, inv, lower, widest, zero, out, i0, f):
+    """``out[i0 + i, f] = #{e[:n_edges] < tile[j, i]}`` for ``i < m`` (NaN -> MISSING_BIN): one
+    feature's values of a tile.
 
     Inside the lookup grid a value's count is ``lower[c]`` plus the edges of its cell's range it
     exceeds: a fixed run of at most ``widest`` comparisons per feature, with no data-dependent
     branch (a binary search over two or three edges mispredicts at almost every step).
     """
     if inv == 0.0 or widest > LINEAR_CELL:
-        for i in range(v.shape[0]):
-            col[i] = zero if v[i] == 0.0 else _bin_of(v[i], e, n_edges)
+        for i in range(m):
+            x = tile[j, i]
+            out[i0 + i, f] = zero if x == 0.0 else _bin_of(x, e, n_edges)
         return
-    for i in range(v.shape[0]):
-        x = v[i]
+    for i in range(m):
+        x = tile[j, i]
         t = (x - lo) * inv
         if x == 0.0:
-            col[i] = zero
+            b = zero
         elif np.isnan(x):
-            col[i] = MISSING_BIN
+            b = MISSING_BIN
         elif t < 0.0:      # below the first edge (-inf included)
-            col[i] = 0
+            b = 0
         elif t >= GRID_CELLS:   # at or above the last edge
-            col[i] = _search(x, e, 0, n_edges)
+            b = _search(x, e, 0, n_edges)
         else:
             a = lower[int(t)]
-            o = a
+            b = a
             for k in range(a, min(a + widest, n_edges)):
-                o += e[k] < x
-            col[i] = o
+                b += e[k] < x
+        out[i0 + i, f] = b
+
+
+@njit(cache=True, nogil=True)
+def _bin_block(X, edges, n_edges, out, f0, width):
+    """:func:`map_to_bins` of the ``width`` features from ``f0`` on (one task)."""
+    n = X.shape[0]
+    zero = np.empty(width, dtype=np.uint8)
+    lo = np.empty(width)
+    inv = np.empty(width)
+    widest = np.zeros(width, dtype=np.int64)
+    lower = np.empty((width, GRID_CELLS), dtype=np.int32)
+    upper = np.empty((width, GRID_CELLS), dtype=np.int32)
+    for j in range(width):
+        e, ne = edges[f0 + j], n_edges[f0 + j]
+        zero[j] = _bin_of(0.0, e, ne)
+        lo[j], inv[j] = _grid(e, ne, lower[j], upper[j])
+        for c in range(GRID_CELLS if inv[j] != 0.0 else 0):
+            widest[j] = max(widest[j], upper[j, c] - lower[j, c])
+    tile = np.empty((width, _ROW_TILE), dtype=X.dtype)
+    for i0 in range(0, n, _ROW_TILE):
+        m = min(n, i0 + _ROW_TILE) - i0
+        for i in range(m):
+            for j in range(width):
+                tile[j, i] = X[i0 + i, f0 + j]
+        for j in range(width):
+            f = f0 + j
+            _bin_column(tile, j, m, edges[f], n_edges[f], lo[j], inv[j], lower[j], widest[j], zero[j], out,
+                        i0, f)
 
 
 @njit(parallel=True, cache=True)
@@ -119,33 +149,10 @@ def map_to_bins(X, edges, n_edges, out):
     known bin; other values search only the edges their cell of the feature's lookup grid
     (:func:`_grid`) can hold -- the same count as a binary search over every edge.
     """
-    n, d = X.shape
-    n_blocks = (d + _FEATURE_BLOCK - 1) // _FEATURE_BLOCK
-    for blk in prange(n_blocks):
+    d = X.shape[1]
+    for blk in prange((d + _FEATURE_BLOCK - 1) // _FEATURE_BLOCK):
         f0 = blk * _FEATURE_BLOCK
-        width = min(d, f0 + _FEATURE_BLOCK) - f0
-        zero = np.empty(width, dtype=np.uint8)
-        lo = np.empty(width)
-        inv = np.empty(width)
-        widest = np.zeros(width, dtype=np.int64)
-        lower = np.empty((width, GRID_CELLS), dtype=np.int32)
-        upper = np.empty((width, GRID_CELLS), dtype=np.int32)
-        for j in range(width):
-            e, ne = edges[f0 + j], n_edges[f0 + j]
-            zero[j] = _bin_of(0.0, e, ne)
-            lo[j], inv[j] = _grid(e, ne, lower[j], upper[j])
-            if inv[j] != 0.0:
-                widest[j] = np.max(upper[j] - lower[j])
-        tile = np.empty((width, _ROW_TILE), dtype=X.dtype)
-        for i0 in range(0, n, _ROW_TILE):
-            m = min(n, i0 + _ROW_TILE) - i0
-            for i in range(m):
-                for j in range(width):
-                    tile[j, i] = X[i0 + i, f0 + j]
-            for j in range(width):
-                f = f0 + j
-                _bin_column(tile[j, :m], edges[f], n_edges[f], lo[j], inv[j], lower[j], widest[j], zero[j],
-                            out[i0:i0 + m, f])
+        _bin_block(X, edges, n_edges, out, f0, min(d, f0 + _FEATURE_BLOCK) - f0)
 
 
 @njit(parallel=True, cache=True)
