@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse
-from numba import njit, prange
+from numba import njit
 
 from .kernels._types import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
 from .kernels.bin_lookup import map_csc_to_bins, map_to_bins
 from .kernels.radix import sort_floats
+from .kernels.tasks import run_tasks
 
 
 @njit(cache=True, nogil=True)
@@ -70,11 +71,15 @@ def _standardised_bin_values(values, edges, n_edges, out):
     ``out[b] = (mean of the values in bin b - min) / (max - min)``; the missing bin gets
     the standardised mean of all values; a constant (or empty) column gets 0.
     """
-    out[:] = 0.0
+    # element loops, not slice assignments: the same values, and numba compiles a slice assignment's
+    # generic implementation for seconds in a fresh environment
+    for k in range(out.shape[0]):
+        out[k] = 0.0
     n = values.shape[0]
     if n == 0 or not values[n - 1] > values[0]:
         return
-    out[:n_edges + 1] = -1.0  # marks a bin no value fell in
+    for k in range(n_edges + 1):
+        out[k] = -1.0  # marks a bin no value fell in
     lo = values[0]
     scale = 1.0 / (values[n - 1] - lo)
     b = 0
@@ -125,19 +130,22 @@ def _with_zeros(nz, m, n_zero):
     while neg < m and _below_zero(nz[neg]):
         neg += 1
     col = np.empty(m + n_zero, dtype=np.float64)
-    col[:neg] = nz[:neg]
-    col[neg:neg + n_zero] = 0.0
-    col[neg + n_zero:] = nz[neg:m]
+    for i in range(neg):  # element loops: see _standardised_bin_values
+        col[i] = nz[i]
+    for i in range(neg, neg + n_zero):
+        col[i] = 0.0
+    for i in range(neg, m):
+        col[i + n_zero] = nz[i]
     return col
 
 
-@njit(parallel=True, cache=True)
-def _fit_edges(X, max_bins, min_data_in_bin, edges, n_edges, z_values):
-    """Edges of every column of a dense ``X``: only its values other than +0.0 are sorted (a
-    mostly-zero column, text counts, costs its non-zeros), and the zeros are put in place."""
-    n, d = X.shape
-    for f in prange(d):
-        col = np.empty(n, dtype=np.float64)
+@njit(cache=True, nogil=True)
+def _fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
+    """Edges of columns ``lo..hi-1`` of a dense ``X``: only a column's values other than +0.0 are
+    sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are put in place."""
+    n = X.shape[0]
+    col = np.empty(n, dtype=np.float64)
+    for f in range(lo, hi):
         m = 0
         n_zero = 0
         for i in range(n):
@@ -152,11 +160,11 @@ def _fit_edges(X, max_bins, min_data_in_bin, edges, n_edges, z_values):
                                  z_values[f])
 
 
-@njit(parallel=True, cache=True)
-def _fit_edges_csc(n, indptr, data, max_bins, min_data_in_bin, edges, n_edges, z_values):
-    """:func:`_fit_edges` of a CSC matrix: each column's implicit zeros, then its stored values."""
-    d = indptr.shape[0] - 1
-    for f in prange(d):
+@njit(cache=True, nogil=True)
+def _fit_edges_csc(lo, hi, n, indptr, data, max_bins, min_data_in_bin, edges, n_edges, z_values):
+    """:func:`_fit_edges` of columns ``lo..hi-1`` of a CSC matrix: each column's implicit zeros,
+    then its stored values."""
+    for f in range(lo, hi):
         stored = np.empty(indptr[f + 1] - indptr[f], dtype=np.float64)
         m = 0
         for k in range(indptr[f], indptr[f + 1]):
@@ -255,11 +263,12 @@ class BinMapper:
         self.standardised_values_ = np.zeros((d, MISSING_BIN + 1), dtype=np.float64)
         if sparse:
             X = _csc(X)
-            _fit_edges_csc(X.shape[0], X.indptr, X.data, self.max_bins, int(self.min_data_in_bin),
-                           self.bin_edges_, self.n_edges_, self.standardised_values_)
+            run_tasks(_fit_edges_csc, d, X.shape[0], X.indptr, X.data, self.max_bins,
+                      int(self.min_data_in_bin), self.bin_edges_, self.n_edges_, self.standardised_values_,
+                      task_cost=X.shape[0])
         else:
-            _fit_edges(X, self.max_bins, int(self.min_data_in_bin), self.bin_edges_, self.n_edges_,
-                       self.standardised_values_)
+            run_tasks(_fit_edges, d, X, self.max_bins, int(self.min_data_in_bin), self.bin_edges_,
+                      self.n_edges_, self.standardised_values_, task_cost=X.shape[0])
         self._fit_categories(X)
         self.n_bins_non_missing_ = self.n_edges_ + 1
         return self

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse
-from numba import njit, prange
+from numba import njit
 
 from .kernels._types import MISSING_BIN
 from .kernels.categorical import CAT_WORDS, bits_of, in_set
+from .kernels.tasks import run_tasks
 
 
 @dataclass
@@ -142,13 +143,20 @@ class PackedEnsemble:
             self._predict_block(block if categorical is None else categorical(block), out[a:a + step])
 
     def _predict_block(self, X: np.ndarray, out: np.ndarray) -> None:
-        _predict_raw(X, self.roots, self.feature, self.threshold, self.missing_left, self.left,
-                     self.right, self.value, self.cat_set, self.cat_bits, out)
+        run_tasks(_predict_raw, X.shape[0], X, self.roots, self.feature, self.threshold, self.missing_left,
+                  self.left, self.right, self.value, self.cat_set, self.cat_bits, out,
+                  task_cost=self._row_cost)
 
     def predict_binned(self, X_binned: np.ndarray, out: np.ndarray) -> None:
         """Add the ensemble's output on binned rows (training bin mapper) to ``out``."""
-        _predict_binned(X_binned, self.roots, self.feature, self.bin_threshold, self.missing_left,
-                        self.left, self.right, self.value, self.cat_set, self.cat_bits, out)
+        run_tasks(_predict_binned, X_binned.shape[0], X_binned, self.roots, self.feature, self.bin_threshold,
+                  self.missing_left, self.left, self.right, self.value, self.cat_set, self.cat_bits, out,
+                  task_cost=self._row_cost)
+
+    @property
+    def _row_cost(self) -> int:
+        """Work of one row: a node visit per level of every tree (about)."""
+        return max(1, 4 * self.roots.shape[0])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -182,16 +190,20 @@ def _row_sum(X, i, missing, roots, feature, threshold, missing_left, left, right
     return acc
 
 
-@njit(parallel=True, cache=True)
-def _predict_raw(X, roots, feature, threshold, missing_left, left, right, value, cat_set, cat_bits, out):
-    for i in prange(X.shape[0]):
+@njit(cache=True, nogil=True)
+def _predict_raw(lo, hi, X, roots, feature, threshold, missing_left, left, right, value, cat_set, cat_bits,
+                 out):
+    """Rows ``lo..hi-1`` of raw ``X``: ``out[i] +=`` their sum over the trees (a range of
+    :func:`gbfs.booster.kernels.tasks.run_tasks`)."""
+    for i in range(lo, hi):
         out[i] += _row_sum(X, i, _nan, roots, feature, threshold, missing_left, left, right, value, cat_set,
                            cat_bits)
 
 
-@njit(parallel=True, cache=True)
-def _predict_binned(X_binned, roots, feature, bin_threshold, missing_left, left, right, value, cat_set,
-                    cat_bits, out):
-    for i in prange(X_binned.shape[0]):
+@njit(cache=True, nogil=True)
+def _predict_binned(lo, hi, X_binned, roots, feature, bin_threshold, missing_left, left, right, value,
+                    cat_set, cat_bits, out):
+    """:func:`_predict_raw` of binned rows."""
+    for i in range(lo, hi):
         out[i] += _row_sum(X_binned, i, _missing_bin, roots, feature, bin_threshold, missing_left, left,
                            right, value, cat_set, cat_bits)

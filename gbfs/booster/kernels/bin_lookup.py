@@ -10,9 +10,10 @@ the full search.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ._types import MISSING_BIN
+from .tasks import run_tasks
 
 _FEATURE_BLOCK = 16  # features transformed together, so each row read is one cache line
 _ROW_TILE = 256  # rows of a block binned per tile: the tile (32 KiB at float64) stays in L1
@@ -138,29 +139,43 @@ def _bin_block(X, edges, n_edges, out, f0, width):
                         i0, f)
 
 
-@njit(parallel=True, cache=True)
-def map_to_bins(X, edges, n_edges, out):
-    """``out[i, f] = #{edges[f] < X[i, f]}``, NaN -> MISSING_BIN.
-
-    Parallel over blocks of :data:`_FEATURE_BLOCK` features.  A tile of :data:`_ROW_TILE` rows of
-    the block is copied from the C-ordered ``X`` (each row's block one contiguous read) into a
-    feature-major buffer, and each feature's values are then binned in one tight loop whose output
-    is a contiguous run of its Fortran-ordered column.  Zeros (most cells of count data) take their
-    known bin; other values search only the edges their cell of the feature's lookup grid
-    (:func:`_grid`) can hold -- the same count as a binary search over every edge.
-    """
+@njit(cache=True, nogil=True)
+def _bin_blocks(lo, hi, X, edges, n_edges, out):
+    """:func:`_bin_block` of the feature blocks ``lo..hi-1`` (a range of :func:`map_to_bins`)."""
     d = X.shape[1]
-    for blk in prange((d + _FEATURE_BLOCK - 1) // _FEATURE_BLOCK):
+    for blk in range(lo, hi):
         f0 = blk * _FEATURE_BLOCK
         _bin_block(X, edges, n_edges, out, f0, min(d, f0 + _FEATURE_BLOCK) - f0)
 
 
-@njit(parallel=True, cache=True)
-def map_csc_to_bins(indptr, indices, data, edges, n_edges, out):
-    """:func:`map_to_bins` of a CSC matrix: zero's bin everywhere, then the stored values."""
-    for f in prange(indptr.shape[0] - 1):
+def map_to_bins(X: np.ndarray, edges: np.ndarray, n_edges: np.ndarray, out: np.ndarray) -> None:
+    """``out[i, f] = #{edges[f] < X[i, f]}``, NaN -> MISSING_BIN.
+
+    Parallel over blocks of :data:`_FEATURE_BLOCK` features (:func:`gbfs.booster.kernels.tasks.run_tasks`).
+    A tile of :data:`_ROW_TILE` rows of the block is copied from the C-ordered ``X`` (each row's
+    block one contiguous read) into a feature-major buffer, and each feature's values are then
+    binned in one tight loop whose output is a contiguous run of its Fortran-ordered column.
+    Zeros (most cells of count data) take their known bin; other values search only the edges their
+    cell of the feature's lookup grid (:func:`_grid`) can hold -- the same count as a binary search
+    over every edge.
+    """
+    run_tasks(_bin_blocks, (X.shape[1] + _FEATURE_BLOCK - 1) // _FEATURE_BLOCK, X, edges, n_edges, out,
+              task_cost=X.shape[0] * _FEATURE_BLOCK)
+
+
+@njit(cache=True, nogil=True)
+def _csc_columns(lo, hi, indptr, indices, data, edges, n_edges, out):
+    """Columns ``lo..hi-1`` of :func:`map_csc_to_bins`."""
+    for f in range(lo, hi):
         zero = _bin_of(0.0, edges[f], n_edges[f])
         for i in range(out.shape[0]):
             out[i, f] = zero
         for k in range(indptr[f], indptr[f + 1]):
             out[indices[k], f] = _bin_of(data[k], edges[f], n_edges[f])
+
+
+def map_csc_to_bins(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, edges: np.ndarray,
+                    n_edges: np.ndarray, out: np.ndarray) -> None:
+    """:func:`map_to_bins` of a CSC matrix: zero's bin everywhere, then the stored values."""
+    run_tasks(_csc_columns, indptr.shape[0] - 1, indptr, indices, data, edges, n_edges, out,
+              task_cost=out.shape[0])

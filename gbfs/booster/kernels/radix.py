@@ -28,11 +28,13 @@ def _keys(values):
 def _digit_starts(keys, shift, mask, counts):
     """``counts[d]`` = first output position of digit ``d``; False when all keys share one digit."""
     n = keys.shape[0]
-    counts[:] = 0
+    for d in range(counts.shape[0]):  # element loops: numba compiles slice assignments slowly
+        counts[d] = 0
     for i in range(n):
         counts[(keys[i] >> shift) & mask] += 1
-    if counts.max() == n:
-        return False
+    for d in range(counts.shape[0]):
+        if counts[d] == n:
+            return False
     total = 0
     for c in range(counts.shape[0]):
         t = counts[c]
