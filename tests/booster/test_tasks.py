@@ -83,3 +83,26 @@ def test_binning_and_prediction_do_not_depend_on_threads():
         out.append((mapper.bin_edges_, binned, model.decision_function(X)))
     for a, b in zip(*out):
         np.testing.assert_array_equal(a, b)
+
+
+def _bin_in_child(X, queue):
+    queue.put(BinMapper().fit(X).transform(X).sum())
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_a_forked_child_runs_tasks_after_its_parent_did():
+    import multiprocessing
+
+    X = np.random.default_rng(1).standard_normal((20000, 40))
+    old = _threads(2)
+    try:
+        expected = BinMapper().fit(X).transform(X).sum()   # the parent's pool now has threads
+        ctx = multiprocessing.get_context("fork")
+        queue = ctx.Queue()
+        child = ctx.Process(target=_bin_in_child, args=(X, queue))
+        child.start()
+        got = queue.get(timeout=120)
+        child.join(timeout=60)
+    finally:
+        numba.set_num_threads(old)
+    assert got == expected and child.exitcode == 0

@@ -9,6 +9,7 @@ stay ``prange`` loops: handing work to a Python thread costs tens of microsecond
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -20,6 +21,9 @@ RANGES_PER_THREAD = 8
 MIN_WORK_PER_THREAD = 1 << 16
 
 _pools: dict[int, ThreadPoolExecutor] = {}
+# a forked child inherits the pools but not their threads: it makes its own (else its work would wait
+# forever on threads that do not exist in it)
+os.register_at_fork(after_in_child=_pools.clear)
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
