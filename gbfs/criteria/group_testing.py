@@ -56,6 +56,7 @@ from ..booster.binning import BinMapper
 from ..booster.kernels._types import C_CH, G_CH, H_CH, MAX_BINS, N_BINS
 from ..booster.kernels.portable import mean, total
 from ..booster.kernels.splitting import SplitRule, scan_feature
+from ..booster.kernels.tasks import run_tasks
 
 GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
 DIRECT_SUM_BELOW = 8  # halves with fewer features are summed directly, not by prefix difference
@@ -170,19 +171,22 @@ def check_memory(pl: GroupTestPlan, max_bytes: int, n_subsets: int | None = None
 
 # -- precompute kernel -------------------------------------------------------------------------------
 
-@njit(parallel=True, cache=True)
-def _prefix_sums(Xb, z_values, subsets, stored, prefix):
-    """``prefix[k, c, i] = sum_{t < stored[c]} z_values[f_t, Xb[i, f_t]]``, ``f_t = subsets[k, t]``.
+@njit(cache=True, nogil=True)
+def _prefix_sums(lo, hi, Xb, z_values, subsets, stored, prefix):
+    """``prefix[k, c, i] = sum_{t < stored[c]} z_values[f_t, Xb[i, f_t]]``, ``f_t = subsets[k, t]``,
+    for the subsets ``k`` in ``lo..hi-1`` (once per fit: :func:`gbfs.booster.kernels.tasks.run_tasks`).
 
-    One task per subset, rows in blocks: a block's float64 running sums stay in L1 and every
-    column chunk is a contiguous slice of the Fortran-ordered binned matrix.
+    Rows in blocks: a block's float64 running sums stay in L1 and every column chunk is a
+    contiguous slice of the Fortran-ordered binned matrix.
     """
     n = Xb.shape[0]
-    p, m = subsets.shape
-    for k in prange(p):
+    m = subsets.shape[1]
+    acc = np.empty(_ROW_BLOCK)
+    for k in range(lo, hi):
         for i0 in range(0, n, _ROW_BLOCK):
             size = min(n, i0 + _ROW_BLOCK) - i0
-            acc = np.zeros(size)
+            for ii in range(size):
+                acc[ii] = 0.0
             c = 0
             for t in range(m):
                 f = subsets[k, t]
@@ -387,7 +391,8 @@ class GroupTester:
             subsets[k] = rng.permutation(d)[:pl.subset_size]
         stored = halving_boundaries(pl.subset_size, direct_sum_below)[1:]
         prefix = np.empty((pl.n_subsets, stored.shape[0], n), dtype=np.float32)
-        _prefix_sums(X_binned, z_values, subsets, stored, prefix)
+        run_tasks(_prefix_sums, pl.n_subsets, X_binned, z_values, subsets, stored, prefix,
+                  task_cost=n * pl.subset_size)
         return cls(X_binned, z_values, subsets, stored, prefix)
 
     def standardised(self, rows: np.ndarray | None = None) -> np.ndarray:

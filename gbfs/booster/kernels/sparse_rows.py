@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
+from .tasks import run_tasks
 
 #: a feature is sparse when at most this share of rows is outside its most frequent bin
 SPARSE_SHARE = 0.2
@@ -49,13 +50,15 @@ def flat_bins(features: np.ndarray, offsets: np.ndarray) -> int:
     return int((offsets[features + 1] - offsets[features]).sum())
 
 
-@njit(parallel=True, cache=True)
-def _default_bins(X_binned, n_bins, default, n_other):
-    """Per feature its most frequent bin (local: missing is ``n_bins[f]``; ties: lowest) and
-    the number of rows outside it."""
-    n, d = X_binned.shape
-    for f in prange(d):
-        counts = np.zeros(MISSING_BIN + 1, dtype=np.int64)
+@njit(cache=True, nogil=True)
+def _default_bins(lo, hi, X_binned, n_bins, default, n_other):
+    """Per feature ``lo..hi-1`` its most frequent bin (local: missing is ``n_bins[f]``; ties: lowest)
+    and the number of rows outside it (once per fit: :func:`gbfs.booster.kernels.tasks.run_tasks`)."""
+    n = X_binned.shape[0]
+    counts = np.empty(MISSING_BIN + 1, dtype=np.int64)
+    for f in range(lo, hi):
+        for b in range(MISSING_BIN + 1):
+            counts[b] = 0
         for i in range(n):
             counts[X_binned[i, f]] += 1
         best = 0
@@ -232,7 +235,8 @@ class SparseRows:
             return None
         default = np.empty(d, dtype=np.int64)
         n_other = np.empty(d, dtype=np.int64)
-        _default_bins(X_binned, layout.n_bins, default, n_other)
+        run_tasks(_default_bins, X_binned.shape[1], X_binned, layout.n_bins, default, n_other,
+                  task_cost=X_binned.shape[0])
         sparse = n_other <= max_share * n
         other = np.ones(d, dtype=bool) if exclude is None else ~exclude
         sparse &= other
