@@ -10,8 +10,9 @@ from gbfs.booster.kernels.radix import argsort_floats, sort_floats
 from gbfs.booster.losses.metrics import roc_auc
 
 
+@pytest.mark.parametrize("bits", [8, 16])
 @pytest.mark.parametrize("n", [1, 2, 17, 1000, 70000])
-def test_argsort_is_numpys_stable_argsort(n):
+def test_argsort_is_numpys_stable_argsort(n, bits):
     rng = np.random.default_rng(n)
     v = rng.normal(size=n) * 10.0 ** rng.integers(-300, 300, n)
     v[::7] = v[0]                      # ties keep their order
@@ -20,8 +21,8 @@ def test_argsort_is_numpys_stable_argsort(n):
     v[2::13] = np.inf
     v[3::17] = -np.inf
     v[4::19] = 5e-324                  # subnormals
-    np.testing.assert_array_equal(argsort_floats(v + 0.0), np.argsort(v, kind="stable"))
-    np.testing.assert_array_equal(sort_floats(v), np.sort(v))
+    np.testing.assert_array_equal(argsort_floats(v + 0.0, bits), np.argsort(v, kind="stable"))
+    np.testing.assert_array_equal(sort_floats(v, bits), np.sort(v))
 
 
 @pytest.mark.parametrize("seed", range(4))
