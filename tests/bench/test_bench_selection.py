@@ -14,7 +14,7 @@ from sklearn.datasets import make_classification
 
 from runners.bench.selection import data, families, report
 from runners.bench.selection.families import FAMILIES, Booster, Grids
-from runners.bench.selection.suite import add_parser, benchmark, make_split, settings, write_report
+from runners.bench.selection.suite import add_parser, benchmark, make_split, run_meta, settings, write_report
 
 BUDGETS = (3, 5)
 BOOSTER = Booster(n_estimators=15, early_stopping_rounds=5, threads=1)
@@ -245,3 +245,12 @@ def test_peer_targets_compare_the_default_path_with_the_best_peer_of_each_cell()
     assert h.startswith("(h)") and "5: -0.0100, 10: +0.0050" in h and h.endswith("NOT MET")
     assert i.startswith("(i)") and "0.0020" in i and i.endswith(" MET")
     assert j.startswith("(j)") and "3.60x" in j and j.endswith("NOT MET")
+
+
+def test_summary_records_its_command_and_commit():
+    s = {"datasets": ("madelon", "isolet"), "seeds": (0,), "budgets": (5,), "booster": Booster(),
+         "grids": Grids()}
+    meta = run_meta(s, pd.DataFrame({"dataset": ["madelon"]}), 12.3)
+    assert meta["command"].startswith("python -m runners.bench")
+    assert re.fullmatch(r"[0-9a-f]{40}|unknown", meta["commit"]), meta["commit"]
+    assert meta["skipped (not available)"] == ["isolet"] and meta["runtime"] == "12 s"

@@ -215,7 +215,8 @@ def settings(args: argparse.Namespace) -> dict:
 def run_meta(s: dict, df: pd.DataFrame, seconds: float) -> dict:
     """What ``summary.md`` records about the run."""
     skipped = [d for d in s["datasets"] if d not in set(df["dataset"])]
-    return {"command": provenance()["command"],
+    made_by = provenance()
+    return {"command": made_by["command"], "commit": made_by["git_commit"],
             **{k: s[k] for k in ("datasets", "seeds", "budgets", "booster", "grids")},
             "skipped (not available)": skipped or "none", "runtime": f"{seconds:.0f} s"}
 
