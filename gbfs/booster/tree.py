@@ -145,13 +145,13 @@ class PackedEnsemble:
     def _predict_block(self, X: np.ndarray, out: np.ndarray) -> None:
         run_tasks(_predict_raw, X.shape[0], X, self.roots, self.feature, self.threshold, self.missing_left,
                   self.left, self.right, self.value, self.cat_set, self.cat_bits, out,
-                  task_cost=self._row_cost)
+                  task_cost=self._row_cost, even=True)
 
     def predict_binned(self, X_binned: np.ndarray, out: np.ndarray) -> None:
         """Add the ensemble's output on binned rows (training bin mapper) to ``out``."""
         run_tasks(_predict_binned, X_binned.shape[0], X_binned, self.roots, self.feature, self.bin_threshold,
                   self.missing_left, self.left, self.right, self.value, self.cat_set, self.cat_bits, out,
-                  task_cost=self._row_cost)
+                  task_cost=self._row_cost, even=True)
 
     @property
     def _row_cost(self) -> int:

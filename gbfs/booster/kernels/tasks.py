@@ -34,10 +34,13 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return _pools[threads]
 
 
-def run_tasks(kernel: Callable, n_tasks: int, *args, task_cost: int = MIN_WORK_PER_THREAD) -> None:
+def run_tasks(kernel: Callable, n_tasks: int, *args, task_cost: int = MIN_WORK_PER_THREAD,
+              even: bool = False) -> None:
     """``kernel(lo, hi, *args)`` over ranges ``[lo, hi)`` covering ``range(n_tasks)``, on numba's
     current number of threads (:func:`numba.get_num_threads`, which the estimators' ``n_threads``
-    sets), at most one per :data:`MIN_WORK_PER_THREAD` of work (``task_cost`` per task).
+    sets), at most one per :data:`MIN_WORK_PER_THREAD` of work (``task_cost`` per task).  ``even``:
+    the tasks cost alike (rows of a prediction), one range per thread; otherwise
+    :data:`RANGES_PER_THREAD` ranges per thread even out tasks of unequal cost (columns).
 
     ``kernel`` must be a ``nogil`` numba function whose tasks write disjoint outputs, so the result
     does not depend on the threads or on the order the ranges run in.  An exception in any range is
@@ -48,7 +51,7 @@ def run_tasks(kernel: Callable, n_tasks: int, *args, task_cost: int = MIN_WORK_P
     if threads <= 1:
         kernel(0, n_tasks, *args)
         return
-    n_ranges = min(n_tasks, threads * RANGES_PER_THREAD)
+    n_ranges = threads if even else min(n_tasks, threads * RANGES_PER_THREAD)
     bounds = [n_tasks * k // n_ranges for k in range(n_ranges + 1)]
     pool = _pool(threads)
     futures = [pool.submit(kernel, bounds[k], bounds[k + 1], *args) for k in range(n_ranges)]
