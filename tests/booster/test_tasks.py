@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+
 import numba
 import numpy as np
 import pytest
@@ -90,9 +92,8 @@ def _bin_in_child(X, queue):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
 def test_a_forked_child_runs_tasks_after_its_parent_did():
-    import multiprocessing
-
     X = np.random.default_rng(1).standard_normal((20000, 40))
     old = _threads(2)
     try:

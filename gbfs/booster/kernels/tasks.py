@@ -23,7 +23,8 @@ MIN_WORK_PER_THREAD = 1 << 16
 _pools: dict[int, ThreadPoolExecutor] = {}
 # a forked child inherits the pools but not their threads: it makes its own (else its work would wait
 # forever on threads that do not exist in it)
-os.register_at_fork(after_in_child=_pools.clear)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_pools.clear)
 
 
 def _pool(threads: int) -> ThreadPoolExecutor:
