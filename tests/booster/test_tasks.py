@@ -13,6 +13,7 @@ from gbfs import GBFSClassifier
 from gbfs.booster.binning import BinMapper
 from gbfs.booster.kernels import tasks
 from gbfs.booster.kernels.tasks import run_tasks
+from gbfs.estimators._params import numba_threads
 
 
 @njit(nogil=True)
@@ -29,21 +30,12 @@ def _fail_at(lo, hi, bad):
             raise ValueError("task failed")
 
 
-def _threads(n):
-    old = numba.get_num_threads()
-    numba.set_num_threads(n)
-    return old
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("n_tasks", [1, 7, 1000])
 def test_every_task_runs_once(threads, n_tasks):
     seen, ranges = np.zeros(n_tasks, np.int64), np.full(n_tasks, -1, np.int64)
-    old = _threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
+    with numba_threads(min(threads, numba.config.NUMBA_NUM_THREADS)):
         run_tasks(_visit, n_tasks, seen, ranges)   # default cost: every task worth a thread
-    finally:
-        numba.set_num_threads(old)
     assert np.all(seen == 1)
     n_ranges = len(np.unique(ranges))
     used = min(threads, numba.config.NUMBA_NUM_THREADS, n_tasks)
@@ -58,12 +50,9 @@ def test_small_work_runs_in_one_range():
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_an_error_in_a_range_is_raised(threads):
-    old = _threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
+    with numba_threads(min(threads, numba.config.NUMBA_NUM_THREADS)):
         with pytest.raises(ValueError, match="task failed"):
             run_tasks(_fail_at, 100, 63)
-    finally:
-        numba.set_num_threads(old)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
@@ -75,12 +64,9 @@ def test_binning_and_prediction_do_not_depend_on_threads():
     y = (np.nan_to_num(X[:, 0]) + rng.standard_normal(20000) > 0).astype(int)
     out = []
     for threads in (1, 2):
-        old = _threads(threads)
-        try:
+        with numba_threads(threads):
             mapper = BinMapper().fit(X)
             binned = mapper.transform(X)
-        finally:
-            numba.set_num_threads(old)
         model = GBFSClassifier(n_estimators=5, n_threads=threads, random_state=0).fit(X, y)
         out.append((mapper.bin_edges_, binned, model.decision_function(X)))
     for a, b in zip(*out):
@@ -95,8 +81,7 @@ def _bin_in_child(X, queue):
 @pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="no fork here")
 def test_a_forked_child_runs_tasks_after_its_parent_did():
     X = np.random.default_rng(1).standard_normal((20000, 40))
-    old = _threads(2)
-    try:
+    with numba_threads(2):
         expected = BinMapper().fit(X).transform(X).sum()   # the parent's pool now has threads
         ctx = multiprocessing.get_context("fork")
         queue = ctx.Queue()
@@ -104,6 +89,4 @@ def test_a_forked_child_runs_tasks_after_its_parent_did():
         child.start()
         got = queue.get(timeout=120)
         child.join(timeout=60)
-    finally:
-        numba.set_num_threads(old)
     assert got == expected and child.exitcode == 0

@@ -10,6 +10,7 @@ stay ``prange`` loops: handing work to a Python thread costs tens of microsecond
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,6 +22,7 @@ RANGES_PER_THREAD = 8
 MIN_WORK_PER_THREAD = 1 << 16
 
 _pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()  # fits run from several user threads make one pool per size, not two
 # a forked child inherits the pools but not their threads: it makes its own (else its work would wait
 # forever on threads that do not exist in it)
 if hasattr(os, "register_at_fork"):  # POSIX
@@ -30,9 +32,10 @@ if hasattr(os, "register_at_fork"):  # POSIX
 def _pool(threads: int) -> ThreadPoolExecutor:
     """A pool of ``threads`` worker threads, made once per size (starting threads costs more than
     the ranges of a small call)."""
-    if threads not in _pools:
-        _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gbfs")
-    return _pools[threads]
+    with _pools_lock:
+        if threads not in _pools:
+            _pools[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gbfs")
+        return _pools[threads]
 
 
 def run_tasks(kernel: Callable, n_tasks: int, *args, task_cost: int = MIN_WORK_PER_THREAD,
