@@ -27,6 +27,7 @@ from numba import njit
 from .kernels._types import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
 from .kernels.bin_lookup import map_csc_to_bins, map_to_bins
 from .kernels.radix import sort_floats
+from .kernels.sparse_binned import SparseBinned
 from .kernels.tasks import run_tasks
 
 
@@ -325,18 +326,25 @@ class BinMapper:
     def has_categorical(self) -> bool:
         return bool(getattr(self, "categorical_", np.zeros(0, bool)).any())
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X) -> np.ndarray | SparseBinned:
         """Bin ``X`` (an array or a scipy.sparse matrix); returns a Fortran-ordered uint8 array
-        (column scans in the histogram kernel; one byte per entry whatever the input)."""
+        (column scans in the histogram kernel; one byte per entry whatever the input), or, for a
+        scipy.sparse ``X`` with enough mostly-zero columns and no categorical ones, a
+        :class:`~gbfs.booster.kernels.sparse_binned.SparseBinned` that keeps those columns sparse."""
         sparse = scipy.sparse.issparse(X)
         if not sparse:
             X = _dense(X)
         if X.shape[1] != self.bin_edges_.shape[0]:
             raise ValueError(
                 f"X has {X.shape[1]} features, the bin mapper was fitted on {self.bin_edges_.shape[0]}")
-        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
         if sparse:
             X = _csc(X)
+            if not self.has_categorical:
+                binned = SparseBinned.from_csc(X, self.bin_edges_, self.n_edges_)
+                if binned is not None:
+                    return binned
+        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        if sparse:
             map_csc_to_bins(X.indptr, X.indices, X.data, self.bin_edges_, self.n_edges_, out)
         else:
             map_to_bins(X, self.bin_edges_, self.n_edges_, out)

@@ -18,6 +18,7 @@ from numba import njit
 
 from .kernels._types import MISSING_BIN
 from .kernels.categorical import CAT_WORDS, bits_of, in_set
+from .kernels.sparse_binned import columns_for
 from .kernels.tasks import run_tasks
 
 
@@ -147,9 +148,12 @@ class PackedEnsemble:
                   self.left, self.right, self.value, self.cat_set, self.cat_bits, out,
                   task_cost=self._row_cost, even=True)
 
-    def predict_binned(self, X_binned: np.ndarray, out: np.ndarray) -> None:
-        """Add the ensemble's output on binned rows (training bin mapper) to ``out``."""
-        run_tasks(_predict_binned, X_binned.shape[0], X_binned, self.roots, self.feature, self.bin_threshold,
+    def predict_binned(self, X_binned, out: np.ndarray) -> None:
+        """Add the ensemble's output on binned rows (training bin mapper; an array or a
+        :class:`~gbfs.booster.kernels.sparse_binned.SparseBinned`, read through the columns the trees use)
+        to ``out``."""
+        X_binned, feature = columns_for(X_binned, self.feature)
+        run_tasks(_predict_binned, X_binned.shape[0], X_binned, self.roots, feature, self.bin_threshold,
                   self.missing_left, self.left, self.right, self.value, self.cat_set, self.cat_bits, out,
                   task_cost=self._row_cost, even=True)
 

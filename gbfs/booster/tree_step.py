@@ -102,7 +102,7 @@ class TreeStep:
         divisor = 1.0 if params.method is None else params.method.divisor(norm)
         if sampled is not None and sampled.compacted:
             Xs = sampled.matrix(tree_rows.shape[0], X_binned.shape[1], X_binned.dtype)
-            _gather_rows(X_binned, tree_rows, Xs)
+            _gather_rows(self.grower.X_binned, tree_rows, Xs)  # the grower's: dense when it compacts
             # the leaf partition then holds positions in the sample, which index the compact channels
             grown = self.grower.grow(np.arange(tree_rows.shape[0], dtype=np.int32), rw, hw, usage, divisor,
                                      X_binned=Xs, normaliser=norm)

@@ -22,6 +22,7 @@ import dataclasses
 import numpy as np
 
 from ..booster.boosting import boost
+from ..booster.kernels.sparse_binned import take_columns
 from ..booster.rounds import CRITERIA, LEAF_ESTIMATES, BoostingParams, BoostingResult
 from ..booster.tree import Tree
 from .methods import METHODS
@@ -100,8 +101,8 @@ def refit(X_binned: np.ndarray, y: np.ndarray, bin_mapper, columns: np.ndarray, 
     """
     columns = np.asarray(columns, dtype=np.int64)
 
-    def sub(Xb):  # the selected columns, Fortran-ordered as the histogram kernels read them
-        return np.asfortranarray(Xb[:, columns])
+    def sub(Xb):  # the selected columns, in the matrix's storage (Fortran-ordered when dense)
+        return take_columns(Xb, columns)
 
     evals = [(name, sub(Xb), yv, *extra) for name, Xb, yv, *extra in evals]   # ranking: + query offsets
     result = boost(sub(X_binned), y, bin_mapper.subset(columns), refit_params(params),

@@ -20,6 +20,7 @@ from .. import validation as V
 from ..booster.binning import BinMapper
 from ..booster.boosting import boost
 from ..booster.callbacks import early_stopping
+from ..booster.kernels.sparse_binned import to_dense
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
 from ..criteria.penalty import FeatureUsage
@@ -109,6 +110,7 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
         t1 = time.perf_counter()
         tester = None
         if pl is not None:  # a separate stream: the subsets do not depend on bin_subsample
+            X_binned = to_dense(X_binned)  # group tests read every column of a row
             tester = group_testing.GroupTester.precompute(
                 X_binned, bin_mapper.standardised_values_, pl, np.random.default_rng([seed, 1]))
         t2 = time.perf_counter()

@@ -21,6 +21,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils.validation import check_is_fitted
 
 from .. import validation as V
+from ..booster.kernels.sparse_binned import take_rows, to_dense
 from ..booster.losses.loss import LOSSES
 from ..booster.rounds import BoostingResult
 from ..booster.tree import PackedEnsemble
@@ -166,12 +167,12 @@ class _MultitaskBase(BaseGBFS):
         method = params.method
         out = []
         for t, r in enumerate(rows):
-            Xt = np.asfortranarray(X_binned[r])
-            names = [("val" if k == 0 else f"val{k}", Xb[tv == t], yv[tv == t])
+            Xt = take_rows(X_binned, r)
+            names = [("val" if k == 0 else f"val{k}", take_rows(Xb, np.flatnonzero(tv == t)), yv[tv == t])
                      for k, (Xb, yv, tv) in enumerate(binned_evals)]
-            names = [(n, np.asfortranarray(Xb), yv) for n, Xb, yv in names]
             tester = None
             if plans[t] is not None:
+                Xt = to_dense(Xt)  # group tests read every column of a row
                 tester = group_testing.GroupTester.precompute(
                     Xt, bin_mapper.standardised_values_, plans[t], np.random.default_rng(_seeds(seed, 1, t)))
             search = method.feature_search(tester, params.group_test_scope, params.group_test_rows,

@@ -22,6 +22,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import _safe_indexing
 
 from ..booster.callbacks import early_stopping
+from ..booster.kernels.sparse_binned import take_rows
 from ..booster.losses.metrics import rmse, roc_auc
 from ..booster.losses.softmax import macro_auc
 
@@ -84,8 +85,8 @@ def make_folds(prep, X, y, k: int, classifier: bool, early_stopping_rounds: int 
         if early_stopping_rounds is not None:
             callbacks.append(early_stopping(early_stopping_rounds, "val_loss"))
         preps.append(dataclasses.replace(
-            prep, X_binned=np.asfortranarray(prep.X_binned[train]), y=prep.y[train],
-            evals=[("val", np.asfortranarray(prep.X_binned[held]), prep.y[held])], tester=None,
+            prep, X_binned=take_rows(prep.X_binned, train), y=prep.y[train],
+            evals=[("val", take_rows(prep.X_binned, held), prep.y[held])], tester=None,
             callbacks=callbacks, timings=dict(prep.timings)))
         held_X.append(_safe_indexing(X, held))
         held_y.append(y_raw[held])

@@ -34,7 +34,11 @@ def _build(X, rows, rw, hw, layout, features=None, fill=np.nan):
     gather(rw, rows, r_ord)
     gather(hw, rows, h_ord)
     features = np.arange(X.shape[1]) if features is None else features
-    build_histogram(X, rows, r_ord, h_ord, features, layout.offsets, layout.n_bins, hist)
+    # the kernel reads feature f from column cols[f] of its matrix: store the columns shuffled
+    cols = np.random.default_rng(X.shape[1]).permutation(X.shape[1])
+    block = np.empty_like(X, order="F")
+    block[:, cols] = X
+    build_histogram(block, cols, rows, r_ord, h_ord, features, layout.offsets, layout.n_bins, hist)
     return hist
 
 
@@ -94,7 +98,8 @@ def test_build_histogram_float32_gradients_summed_in_float64():
     r32 = rw.astype(np.float32)
     h32 = hw.astype(np.float32)
     hist = layout.new()
-    build_histogram(X, rows, r32, h32, np.arange(X.shape[1]), layout.offsets, layout.n_bins, hist)
+    every = np.arange(X.shape[1])
+    build_histogram(X, every, rows, r32, h32, every, layout.offsets, layout.n_bins, hist)
     assert hist.dtype == np.float64
     ref = naive.flat_histogram(X, rows, r32.astype(np.float64), h32.astype(np.float64), layout.n_bins)
     np.testing.assert_allclose(hist, ref, rtol=1e-12, atol=1e-12)
@@ -144,11 +149,12 @@ def test_unit_second_channel_and_all_rows_fast_paths(all_rows):
     hist[...] = np.nan
     features = np.arange(X.shape[1])
     if all_rows:
-        build_histogram(X, np.empty(0, dtype=np.int32), rw, np.empty(0), features, layout.offsets,
-                        layout.n_bins, hist)
+        build_histogram(X, features, np.empty(0, dtype=np.int32), rw, np.empty(0), features,
+                        layout.offsets, layout.n_bins, hist)
     else:
         r_ord = np.empty(rows.shape[0])
         gather(rw, rows, r_ord)
-        build_histogram(X, rows, r_ord, np.empty(0), features, layout.offsets, layout.n_bins, hist)
+        build_histogram(X, features, rows, r_ord, np.empty(0), features, layout.offsets, layout.n_bins,
+                        hist)
     np.testing.assert_allclose(hist, expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(hist[:, 1], hist[:, 2])

@@ -11,7 +11,7 @@ from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs.booster.binning import BinMapper
 from gbfs.booster.growing import pruning
 from gbfs.booster.growing.grower import TreeGrower
-from gbfs.booster.kernels.histogram import HistogramLayout
+from gbfs.booster.kernels.histogram import HistogramLayout, build_histogram
 from gbfs.data.synthetic.text import make_text_like
 from gbfs.estimators.model_io import model_to_dict
 
@@ -52,7 +52,13 @@ def test_unsplittable_matches_brute_force(seed, m):
     Xb = mapper.transform(X)
     layout = HistogramLayout(mapper.n_bins_non_missing_)
     features = np.arange(X.shape[1], dtype=np.int64)
-    got = pruning.unsplittable(Xb, layout, features, m)
+    cols, no_rows, no_h = np.arange(X.shape[1]), np.empty(0, dtype=np.int32), np.empty(0)
+
+    def fill_counts(hist, feats):
+        build_histogram(Xb, cols, no_rows, np.zeros(X.shape[0]), no_h, feats, layout.offsets, layout.n_bins,
+                        hist)
+
+    got = pruning.unsplittable(fill_counts, X.shape[0], layout, features, m)
     np.testing.assert_array_equal(got, _brute_unsplittable(Xb, layout.n_bins, m))
     assert got[4] and not got[0]   # the constant column never splits, the dense one does
     if m == 20:

@@ -15,6 +15,7 @@ from gbfs.booster.binning import BinMapper
 from gbfs.booster.growing.grower import GrowthParams, TreeGrower
 from gbfs.booster.kernels import sparse_rows
 from gbfs.booster.kernels.histogram import HistogramLayout, gather
+from gbfs.booster.kernels.sparse_binned import SparseBinned, to_dense
 from gbfs.booster.kernels.sparse_rows import SparseRows
 from gbfs.criteria.penalty import FeatureUsage
 
@@ -38,8 +39,11 @@ def test_bin_mapper_on_sparse_equals_dense(fmt):
     np.testing.assert_array_equal(a.n_edges_, b.n_edges_)
     np.testing.assert_array_equal(a.bin_edges_, b.bin_edges_)
     np.testing.assert_array_equal(a.standardised_values_, b.standardised_values_)
-    np.testing.assert_array_equal(a.transform(Xd), b.transform(Xs))
-    assert b.transform(Xs).flags.f_contiguous
+    binned = b.transform(Xs)
+    assert isinstance(binned, SparseBinned)  # every column is mostly zero: all stored sparse
+    assert binned.dense.shape[1] == 0 and binned.sparse_features.size == Xs.shape[1]
+    np.testing.assert_array_equal(a.transform(Xd), to_dense(binned))
+    assert to_dense(binned).flags.f_contiguous
 
 
 def test_duplicate_entries_are_summed_and_subsample_reads_sparse_rows():
@@ -69,7 +73,7 @@ def test_row_wise_histogram_matches_add_at(seed, unit, all_rows, chunked, subset
         monkeypatch.setattr(sparse_rows, "CHUNK_WORK", 0)
     Xs, rng = _sparse(seed)
     mapper = BinMapper(max_bins=16).fit(Xs)
-    Xb = mapper.transform(Xs)
+    Xb = to_dense(mapper.transform(Xs))
     Xb[rng.random(Xb.shape[0]) < 0.7, 3] = 255  # a feature whose most frequent bin is the missing one
     layout = HistogramLayout(mapper.n_bins_non_missing_)
     index = SparseRows.build(Xb, layout, max_share=0.5, min_features=1)
@@ -107,10 +111,10 @@ def test_index_is_none_for_dense_data_and_counts_only_non_default_entries():
     assert SparseRows.build(mapper.transform(X), layout) is None
     Xs, _ = _sparse(4, n=500, d=40, density=0.03)
     mapper = BinMapper().fit(Xs)
-    Xb = mapper.transform(Xs)
+    Xb = to_dense(mapper.transform(Xs))
     index = SparseRows.build(Xb, HistogramLayout(mapper.n_bins_non_missing_))
     assert index.features.size == 40 and index.dense_features.size == 0
-    zero_bins = [int(mapper.transform(sp.csr_matrix((1, 40)))[0, f]) for f in range(40)]
+    zero_bins = [int(mapper.transform(np.zeros((1, 40)))[0, f]) for f in range(40)]
     assert index.idx.size == int(np.count_nonzero(Xb != np.array(zero_bins, dtype=np.uint8)))
 
 
@@ -128,7 +132,7 @@ def _grow(Xb, mapper, share, rows, rw, hw, mu, max_features=None):
 def test_row_wise_grower_grows_the_dense_kernels_trees(seed, mu, max_features):
     Xs, rng = _sparse(seed, n=600, d=25, density=0.15)
     mapper = BinMapper().fit(Xs)
-    Xb = mapper.transform(Xs)
+    Xb = mapper.transform(Xs)  # stored sparse: the grower indexes it (share 1) or densifies it (share 0)
     n = Xb.shape[0]
     rw = np.asarray(Xs[:, :4].sum(axis=1)).ravel() + rng.normal(size=n)
     rw = np.nan_to_num(rw - np.nanmean(rw))

@@ -285,8 +285,8 @@ def test_build_and_scan_equals_histogram_then_scan(keep, path):
     for a in out:
         a[...] = 0
     rule = SplitRule(float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 0.0, 1e-3, 0.5)
-    build_and_scan(X, kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets, N_BINS, rule,
-                   out)
+    build_and_scan(X, np.arange(d), kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets,
+                   N_BINS, rule, out)
     ref = _kernel(X, rows, rw, hw, 3, 1e-3, 0.5)
     for got, want in zip(out, ref):
         np.testing.assert_allclose(got[features], want[features], rtol=1e-12, atol=1e-12)

@@ -90,6 +90,6 @@ class CategoricalSearch:
         node.cat_hist = np.empty((self.categorical.shape[0], MISSING_BIN + 1, 3))
         kernel = (build_and_scan_categorical_serial if node.count * cats.shape[0] <= SERIAL_WORK
                   else build_and_scan_categorical)
-        kernel(grower._X, rows, r_ord, h_ord, cats, self.slot, grower.n_bins, node.cat_hist, *args)
+        kernel(grower.matrix.block, rows, r_ord, h_ord, cats, self.slot, grower.n_bins, node.cat_hist, *args)
         if not full:
             node.cat_hist = None   # it lacks some categorical features: nothing to subtract from

@@ -29,6 +29,7 @@ from ..kernels._types import ROW_DTYPE
 from ..kernels.categorical import CAT_DEFAULTS, bins_of
 from ..kernels.histogram import HistogramLayout, build_histogram, gather
 from ..kernels.portable import total
+from ..kernels.sparse_binned import block_of, entries_of, to_dense
 from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
 from ..kernels.splitting import (
     SplitRule,
@@ -44,6 +45,7 @@ from ..kernels.splitting import (
 from ..tree import TreeBuilder
 from ..usage import Usage
 from .categorical_search import CategoricalSearch
+from .columns import Columns
 from .feature_search import FeatureSearch
 from .partition import GrownTree, Node, split_partition
 from .pruning import Pruning
@@ -97,7 +99,10 @@ class TreeGrower:
 
     Parameters
     ----------
-    X_binned : ndarray of uint8, Fortran-ordered, shape (n_rows, n_features)
+    X_binned : ndarray of uint8, Fortran-ordered, shape (n_rows, n_features), or SparseBinned
+        A :class:`~gbfs.booster.kernels.sparse_binned.SparseBinned` matrix's sparse columns are built from
+        the row-wise index only; if this grower's settings do not index all of them, it grows on
+        a dense copy.
     bin_mapper : BinMapper
         Gives the number of bins per feature and the raw thresholds.
     params : GrowthParams
@@ -109,7 +114,6 @@ class TreeGrower:
     def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
         self._min_gain = params.min_split_gain  # grow() adds the roundoff floor of its tree
         self.search = FeatureSearch() if search is None else search
-        self.X_binned = X_binned
         self.bin_mapper = bin_mapper
         self.layout = HistogramLayout(bin_mapper.n_bins_non_missing_)
         self.n_bins, self.offsets = self.layout.n_bins, self.layout.offsets
@@ -121,8 +125,9 @@ class TreeGrower:
         hist_bytes = max(self.layout.nbytes, 1)
         # a subtraction needs two buffers (the kept parent and the transient smaller child); when
         # the budget cannot hold two (wide, short data such as Gisette, where one histogram is as
-        # large as the binned matrix) every node is built from its rows instead
-        self._max_hists = int(params.histogram_memory_ratio * X_binned.nbytes // hist_bytes)
+        # large as the binned matrix) every node is built from its rows instead; the matrix counts
+        # at one byte per entry whatever its storage, so the trees do not depend on it
+        self._max_hists = int(params.histogram_memory_ratio * n * d // hist_bytes)
         if self._max_hists < 2:
             self._max_hists = 0
         self._n_hists = 0
@@ -130,15 +135,41 @@ class TreeGrower:
         self._dummy_hist = np.empty((1, 3))
         # categorical features have their own search (None: there are none)
         self.cats = CategoricalSearch.build(bin_mapper, self.features, params)
-        self.sparse = SparseRows.build(X_binned, self.layout, params.sparse_share, params.sparse_min_features,
-                                       exclude=None if self.cats is None else self.cats.is_cat)
+        self.X_binned, self.sparse = self._index(X_binned)
+        self._columns = Columns(self.X_binned)
         self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
-        self.pruning = Pruning(X_binned, self.layout, self._numeric(self.features), params.min_samples_leaf)
+        self.pruning = Pruning(self._fill_counts, n, self.layout, self._numeric(self.features),
+                               params.min_samples_leaf)
         self._r_ord = np.empty(n, dtype=np.float64)
         self._h_ord = np.empty(n, dtype=np.float64)
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
         self._no_rows = np.empty(0, dtype=ROW_DTYPE)
         self._no_h = np.empty(0, dtype=np.float64)
+
+    def _index(self, X_binned):
+        """The matrix to grow on and its row-wise index of sparse features (None: none)."""
+        p = self.params
+        exclude = None if self.cats is None else self.cats.is_cat
+        block, cols = block_of(X_binned)
+        index = SparseRows.build(block, self.layout, p.sparse_share, p.sparse_min_features, exclude,
+                                 cols=cols, entries=entries_of(X_binned))
+        stored = np.flatnonzero(cols < 0)
+        if stored.shape[0] and (index is None or not np.all(np.isin(stored, index.features))):
+            return self._index(to_dense(X_binned))  # settings that build some stored column by column
+        return X_binned, index
+
+    def _fill_counts(self, hist, features) -> None:
+        """Counts of ``features`` over all rows (zero residuals, unit second channel), for pruning."""
+        n = self.X_binned.shape[0]
+        zeros, no_h = np.zeros(n), np.empty(0)
+        rowwise = np.empty(0, dtype=np.int64) if self.sparse is None else \
+            features[np.isin(features, self.sparse.features)]
+        columns = features if self.sparse is None else features[~np.isin(features, self.sparse.features)]
+        for X, cols, part in self._columns.parts(columns):
+            build_histogram(X, cols, self._no_rows, zeros, no_h, part, self.offsets, self.n_bins, hist)
+        if rowwise.shape[0]:
+            self.sparse.build_histogram(self._no_rows, zeros, no_h, 0.0, float(n), float(n), self.offsets,
+                                        hist, rowwise)
 
     # -- histogram pool: buffers are reused across nodes and trees (page-faulting a fresh
     #    30 MB histogram per node costs more than filling it) and capped in number
@@ -206,7 +237,8 @@ class TreeGrower:
         """
         if X_binned is not None and self.sparse is not None:
             raise ValueError("a grower with a row-wise sparse index grows on its own matrix only")
-        self._X = self.X_binned if X_binned is None else X_binned
+        # the matrix the column kernels read (a sample's compact copy is dense and whole)
+        self.matrix = self._columns if X_binned is None else Columns(X_binned)
         self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
         self._h_is_count = hw_is_one
         p = self.params
@@ -216,7 +248,7 @@ class TreeGrower:
         partition = np.array(rows, dtype=ROW_DTYPE)
         self._partition = partition
         # the root reads columns directly when it holds every row in order (no sampler)
-        self._all_rows = n == self._X.shape[0] and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
+        self._all_rows = n == self.matrix.n_rows and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
         builder = TreeBuilder()
         root = Node(builder.add_node(n), 0, n, 0, total(root_rw), total(root_hw))
@@ -281,7 +313,7 @@ class TreeGrower:
         the full vectors (no gather, no indirection).
         """
         h_empty = self._no_h if self._h_is_count else None
-        if node.count == self._X.shape[0] and node.start == 0 and self._all_rows:
+        if node.count == self.matrix.n_rows and node.start == 0 and self._all_rows:
             return self._no_rows, self._rw, self._hw if h_empty is None else h_empty
         rows = self._partition[node.start:node.end]
         r_ord = self._r_ord[:node.count]
@@ -346,23 +378,26 @@ class TreeGrower:
         """``node.hist`` for ``features`` without a split search (the subtraction's smaller child)."""
         live, dead = self.pruning.live, node.dead
         if self.sparse is None or features is not self.features:
-            build_histogram(self._X, rows, r_ord, h_ord, live(self._numeric(features), dead), self.offsets,
-                            self.n_bins, node.hist)
+            self._histogram_by_columns(node, rows, r_ord, h_ord, live(self._numeric(features), dead))
             return
-        build_histogram(self._X, rows, r_ord, h_ord, live(self.sparse.dense_features, dead), self.offsets,
-                        self.n_bins, node.hist)
+        self._histogram_by_columns(node, rows, r_ord, h_ord, live(self.sparse.dense_features, dead))
         self.sparse.build_histogram(rows, r_ord, h_ord, node.sum_g, node.sum_h, float(node.count),
                                     self.offsets, node.hist, live(self.sparse.features, dead))
 
+    def _histogram_by_columns(self, node, rows, r_ord, h_ord, features) -> None:
+        for X, cols, part in self.matrix.parts(features):
+            build_histogram(X, cols, rows, r_ord, h_ord, part, self.offsets, self.n_bins, node.hist)
+
     def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
         rule = self.split_rule(node)
-        if node.count * features.shape[0] <= SERIAL_WORK:
-            build_and_scan_serial(self._X, rows, r_ord, h_ord, features, keep, hist, self.offsets,
-                                  self.n_bins, rule, node.splits)
-            return
-        n_chunks = max(1, min(self._n_chunks, features.shape[0]))
-        build_and_scan(self._X, rows, r_ord, h_ord, features, n_chunks, keep, hist, self.offsets, self.n_bins,
-                       rule, node.splits)
+        for X, cols, part in self.matrix.parts(features):
+            if node.count * part.shape[0] <= SERIAL_WORK:
+                build_and_scan_serial(X, cols, rows, r_ord, h_ord, part, keep, hist, self.offsets,
+                                      self.n_bins, rule, node.splits)
+                continue
+            n_chunks = max(1, min(self._n_chunks, part.shape[0]))
+            build_and_scan(X, cols, rows, r_ord, h_ord, part, n_chunks, keep, hist, self.offsets, self.n_bins,
+                           rule, node.splits)
 
     # -- pending nodes ---------------------------------------------------------------------------
     def _complete(self, node) -> None:
@@ -414,7 +449,7 @@ class TreeGrower:
         ml = bool(node.splits.missing_left[f])
         categorical = self.cats is not None and self.cats.is_cat[f]
         bits = self.cats.bits(node, f) if categorical else NUMERIC
-        n_left = split_partition(self._partition, node.start, node.end, self._X[:, f], b, ml, bits,
+        n_left = split_partition(self._partition, node.start, node.end, self.matrix.column(f), b, ml, bits,
                                  self._buffer)
         lg, lh, lc = node.splits.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"

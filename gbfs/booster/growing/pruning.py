@@ -22,22 +22,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels._types import ROW_DTYPE
-from ..kernels.histogram import HistogramLayout, build_histogram
+from ..kernels.histogram import HistogramLayout
 from ..kernels.splitting import SplitRule, Splits, best_splits_per_feature
 
 
-def unsplittable(X_binned: np.ndarray, layout: HistogramLayout, features: np.ndarray,
+def unsplittable(fill_counts, n: int, layout: HistogramLayout, features: np.ndarray,
                  min_samples_leaf: int) -> np.ndarray:
-    """Boolean mask over the columns of ``X_binned``: the ``features`` without a threshold (and
-    missing direction) that leaves ``min_samples_leaf`` rows on each side, over all its rows."""
-    n, d = X_binned.shape
+    """Boolean mask over the features: the ``features`` without a threshold (and missing direction)
+    that leaves ``min_samples_leaf`` rows on each side, over all ``n`` rows.
+
+    ``fill_counts(hist, features)`` fills the flat ``hist`` of those features over all rows with
+    zero residuals and unit second channel (the grower's kernels, whatever the matrix's storage).
+    """
+    d = layout.n_bins.shape[0]
     dead = np.zeros(d, dtype=bool)
     if n == 0 or features.shape[0] == 0:
         return dead
     hist = layout.new()
-    no_rows, no_h = np.empty(0, dtype=ROW_DTYPE), np.empty(0)
-    build_histogram(X_binned, no_rows, np.zeros(n), no_h, features, layout.offsets, layout.n_bins, hist)
+    fill_counts(hist, features)
     # counts only: zero residuals, unit hessians, lambda 1 (so every non-empty side is admissible
     # unless it is too small); an admissible split gains 0, an inadmissible one -inf
     rule = SplitRule(0.0, float(n), float(n), float(max(min_samples_leaf, 1)), 0.0, 0.0, 1.0)
@@ -54,9 +56,9 @@ class Pruning:
     parent's mask until their own search adds to it.
     """
 
-    def __init__(self, X_binned: np.ndarray, layout: HistogramLayout, numeric: np.ndarray,
+    def __init__(self, fill_counts, n: int, layout: HistogramLayout, numeric: np.ndarray,
                  min_samples_leaf: int):
-        self._args = (X_binned, layout, numeric, min_samples_leaf)
+        self._args = (fill_counts, n, layout, numeric, min_samples_leaf)
         self._root = None
 
     def root(self, exact: bool) -> np.ndarray | None:

@@ -32,7 +32,7 @@ def _search(v, e, first, size):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _bin_of(v, e, n_edges):
+def bin_of(v, e, n_edges):
     """``#{e[:n_edges] < v}`` (NaN -> MISSING_BIN) by a branchless lower bound: random values make
     a branchy binary search mispredict at every level."""
     if np.isnan(v):
@@ -90,7 +90,7 @@ def _bin_column(tile, j, m, e, n_edges, lo, inv, lower, widest, zero, out, i0, f
     if inv == 0.0 or widest > LINEAR_CELL:
         for i in range(m):
             x = tile[j, i]
-            out[i0 + i, f] = zero if x == 0.0 else _bin_of(x, e, n_edges)
+            out[i0 + i, f] = zero if x == 0.0 else bin_of(x, e, n_edges)
         return
     for i in range(m):
         x = tile[j, i]
@@ -123,7 +123,7 @@ def _bin_block(X, edges, n_edges, out, f0, width):
     upper = np.empty((width, GRID_CELLS), dtype=np.int32)
     for j in range(width):
         e, ne = edges[f0 + j], n_edges[f0 + j]
-        zero[j] = _bin_of(0.0, e, ne)
+        zero[j] = bin_of(0.0, e, ne)
         lo[j], inv[j] = _grid(e, ne, lower[j], upper[j])
         for c in range(GRID_CELLS if inv[j] != 0.0 else 0):
             widest[j] = max(widest[j], upper[j, c] - lower[j, c])
@@ -167,11 +167,11 @@ def map_to_bins(X: np.ndarray, edges: np.ndarray, n_edges: np.ndarray, out: np.n
 def _csc_columns(lo, hi, indptr, indices, data, edges, n_edges, out):
     """Columns ``lo..hi-1`` of :func:`map_csc_to_bins`."""
     for f in range(lo, hi):
-        zero = _bin_of(0.0, edges[f], n_edges[f])
+        zero = bin_of(0.0, edges[f], n_edges[f])
         for i in range(out.shape[0]):
             out[i, f] = zero
         for k in range(indptr[f], indptr[f + 1]):
-            out[indices[k], f] = _bin_of(data[k], edges[f], n_edges[f])
+            out[indices[k], f] = bin_of(data[k], edges[f], n_edges[f])
 
 
 def map_csc_to_bins(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, edges: np.ndarray,

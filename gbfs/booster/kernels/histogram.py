@@ -111,16 +111,18 @@ def accumulate(col, rows, r_ord, h_ord, hf, nb):
 
 
 @njit(parallel=True, cache=True)
-def build_histogram(X_binned, rows, r_ord, h_ord, features, offsets, n_bins, hist):
+def build_histogram(X_binned, cols, rows, r_ord, h_ord, features, offsets, n_bins, hist):
     """Fill the bins of ``features`` in the flat ``hist`` for the rows ``rows`` (empty: all rows);
-    parallel over features, the others are untouched.
+    parallel over features, the others are untouched.  Feature ``f`` is column ``cols[f]`` of
+    ``X_binned`` (the identity for a dense matrix; the dense block's columns for a
+    :class:`~gbfs.booster.kernels.sparse_binned.SparseBinned`).
 
     ``X_binned`` is Fortran-ordered so each feature's column is contiguous and the
     per-feature sums stay in L1 (at most 6 KiB) while its column is streamed.
     """
     for k in prange(features.shape[0]):
         f = features[k]
-        accumulate(X_binned[:, f], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
+        accumulate(X_binned[:, cols[f]], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
 
 
 @njit(parallel=True, cache=True)

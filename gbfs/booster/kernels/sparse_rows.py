@@ -70,14 +70,22 @@ def _default_bins(lo, hi, X_binned, n_bins, default, n_other):
 
 
 @njit(cache=True)
-def _row_index(X_binned, features, default, offsets, n_bins, indptr, idx):
-    """CSR of the non-default flat bins of ``features`` per row (features in increasing order)."""
-    n = X_binned.shape[0]
+def _row_index(X_binned, cols, e_ptr, e_rows, e_bins, features, default, offsets, n_bins, indptr, idx):
+    """CSR of the non-default flat bins of ``features`` per row (features in increasing order).
+
+    Feature ``f`` is column ``cols[f]`` of ``X_binned``, or (``cols[f] < 0``) the entries
+    ``e_ptr[f]..e_ptr[f + 1] - 1`` of ``e_rows`` / ``e_bins``, all outside its default bin."""
+    n = indptr.shape[0] - 1
     counts = np.zeros(n + 1, dtype=np.int64)
     for k in range(features.shape[0]):
         f = features[k]
+        j = cols[f]
+        if j < 0:
+            for e in range(e_ptr[f], e_ptr[f + 1]):
+                counts[e_rows[e] + 1] += 1
+            continue
         for i in range(n):
-            if min(np.int64(X_binned[i, f]), n_bins[f]) != default[f]:
+            if min(np.int64(X_binned[i, j]), n_bins[f]) != default[f]:
                 counts[i + 1] += 1
     indptr[0] = 0
     for i in range(n):
@@ -85,8 +93,15 @@ def _row_index(X_binned, features, default, offsets, n_bins, indptr, idx):
     pos = indptr[:n].copy()
     for k in range(features.shape[0]):
         f = features[k]
+        j = cols[f]
+        if j < 0:
+            for e in range(e_ptr[f], e_ptr[f + 1]):
+                i = e_rows[e]
+                idx[pos[i]] = offsets[f] + min(np.int64(e_bins[e]), n_bins[f])
+                pos[i] += 1
+            continue
         for i in range(n):
-            b = min(np.int64(X_binned[i, f]), n_bins[f])
+            b = min(np.int64(X_binned[i, j]), n_bins[f])
             if b != default[f]:
                 idx[pos[i]] = offsets[f] + b
                 pos[i] += 1
@@ -223,20 +238,41 @@ class SparseRows:
 
     @classmethod
     def build(cls, X_binned: np.ndarray, layout, max_share: float = SPARSE_SHARE,
-              min_features: int = MIN_SPARSE_FEATURES,
-              exclude: np.ndarray | None = None) -> SparseRows | None:
-        """Index the features of ``X_binned`` with at most ``max_share`` non-default rows;
-        ``None`` when fewer than ``min_features`` qualify (or ``max_share`` is 0).  The features
-        of the boolean mask ``exclude`` (categorical ones, searched by their own kernel) are in
-        neither ``features`` nor ``dense_features``."""
-        n, d = X_binned.shape
+              min_features: int = MIN_SPARSE_FEATURES, exclude: np.ndarray | None = None,
+              cols: np.ndarray | None = None, entries: tuple | None = None) -> SparseRows | None:
+        """Index the features with at most ``max_share`` non-default rows; ``None`` when fewer than
+        ``min_features`` qualify (or ``max_share`` is 0).  The features of the boolean mask
+        ``exclude`` (categorical ones, searched by their own kernel) are in neither ``features`` nor
+        ``dense_features``.
+
+        Feature ``f`` is column ``f`` of ``X_binned``, or with ``cols`` column ``cols[f]``; a feature
+        with ``cols[f] < 0`` is stored as ``entries = (indptr, rows, bins, zero_bin)``: the rows
+        outside its bin ``zero_bin[f]`` (:class:`gbfs.booster.kernels.sparse_binned.SparseBinned`).
+        """
+        n = X_binned.shape[0]
+        d = X_binned.shape[1] if cols is None else cols.shape[0]
         min_features = max(1, min_features)
         if max_share <= 0 or n == 0 or d < min_features:
             return None
+        if cols is None:
+            cols = np.arange(d, dtype=np.int64)
+        block = np.flatnonzero(cols >= 0)
         default = np.empty(d, dtype=np.int64)
         n_other = np.empty(d, dtype=np.int64)
-        run_tasks(_default_bins, X_binned.shape[1], X_binned, layout.n_bins, default, n_other,
-                  task_cost=X_binned.shape[0])
+        if block.shape[0]:
+            b_default = np.empty(block.shape[0], dtype=np.int64)
+            b_other = np.empty(block.shape[0], dtype=np.int64)
+            order = np.argsort(cols[block])  # block columns in storage order
+            run_tasks(_default_bins, block.shape[0], X_binned, layout.n_bins[block[order]], b_default,
+                      b_other, task_cost=n)
+            default[block[order]], n_other[block[order]] = b_default, b_other
+        if entries is None:
+            entries = (np.zeros(d + 1, dtype=np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint8),
+                       np.zeros(d, np.uint8))
+        e_ptr, e_rows, e_bins, zero = entries
+        stored = np.flatnonzero(cols < 0)
+        default[stored] = np.minimum(zero[stored], layout.n_bins[stored])
+        n_other[stored] = e_ptr[stored + 1] - e_ptr[stored]
         sparse = n_other <= max_share * n
         other = np.ones(d, dtype=bool) if exclude is None else ~exclude
         sparse &= other
@@ -245,7 +281,8 @@ class SparseRows:
         features = np.flatnonzero(sparse).astype(np.int64)
         indptr = np.empty(n + 1, dtype=np.int64)
         idx = np.empty(int(n_other[sparse].sum()), dtype=np.int32 if layout.total < 2**31 else np.int64)
-        _row_index(X_binned, features, default, layout.offsets, layout.n_bins, indptr, idx)
+        _row_index(X_binned, cols, e_ptr, e_rows, e_bins, features, default, layout.offsets, layout.n_bins,
+                   indptr, idx)
         return cls(features, np.flatnonzero(~sparse & other).astype(np.int64), default, indptr, idx,
                    layout.offsets)
 

@@ -208,15 +208,17 @@ def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[
 # and written to the node's histogram buffer only when the grower keeps it for a later subtraction.
 
 @njit(cache=True, nogil=True, inline="always")
-def _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, nb, rule, splits):
-    accumulate(X_binned[:, f], rows, r_ord, h_ord, hf, nb)
+def _build_scan_one(X_binned, j, rows, r_ord, h_ord, f, hf, nb, rule, splits):
+    accumulate(X_binned[:, j], rows, r_ord, h_ord, hf, nb)
     _store_split(f, scan_feature(hf, nb, rule), splits)
 
 
 @njit(parallel=True, cache=True)
-def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins, rule,
+def build_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins, rule,
                    splits):
-    """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature.
+    """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature
+    (feature ``f`` is column ``cols[f]`` of ``X_binned``, as in
+    :func:`~gbfs.booster.kernels.histogram.build_histogram`).
 
     If ``keep`` the histogram is written to the feature's bins of the flat ``hist`` (for a later
     subtraction); otherwise a per-chunk scratch histogram is used and ``hist`` is not touched.
@@ -227,11 +229,11 @@ def build_and_scan(X_binned, rows, r_ord, h_ord, features, n_chunks, keep, hist,
         for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
             f = features[k]
             hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
-            _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
+            _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
 
 
 @njit(cache=True, nogil=True)
-def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins, rule,
+def build_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins, rule,
                           splits):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
@@ -239,7 +241,7 @@ def build_and_scan_serial(X_binned, rows, r_ord, h_ord, features, keep, hist, of
     for k in range(features.shape[0]):
         f = features[k]
         hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
-        _build_scan_one(X_binned, rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
+        _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
 
 
 @njit(cache=True, nogil=True, inline="always")

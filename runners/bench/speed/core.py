@@ -390,8 +390,8 @@ def _path_data(value: str) -> str | None:
 
 def add_parser(sub) -> None:
     core = sub.add_parser("core", help="booster vs LightGBM on the papers' shapes and the real-data shapes")
-    shapes = list(bench_shapes.SHAPES)
-    core.add_argument("--shapes", nargs="+", default=shapes, choices=shapes)
+    core.add_argument("--shapes", nargs="+", default=list(bench_shapes.DEFAULT_SHAPES),
+                      choices=list(bench_shapes.SHAPES))
     core.add_argument("--trees", type=int, default=50)
     core.add_argument("--threads", type=int, default=2)
     core.add_argument("--row-scale", type=float, default=1.0,

@@ -119,8 +119,8 @@ def update_rates(n: int = 200_000, d: int = 100) -> dict:
     for label, k in (("1_thread", 1), (f"{threads}_threads", threads)):
         numba.set_num_threads(k)
         try:
-            ours = _best_of(lambda: build_histogram(Xb, rows, r, h, features, layout.offsets, layout.n_bins,
-                                                    hist))
+            ours = _best_of(lambda: build_histogram(Xb, features, rows, r, h, features, layout.offsets,
+                                                    layout.n_bins, hist))
             minimal = _best_of(lambda: _minimal_accumulate(Xb, r, out))
         finally:
             numba.set_num_threads(threads)

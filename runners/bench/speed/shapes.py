@@ -19,6 +19,11 @@ classes); ``row_scale`` multiplies the training rows of the generated shapes (ne
   per document (1.2 % non-zero), counts 1..5 geometric; so most columns hold a handful of
   non-zeros and most pairs of columns never co-occur (:func:`gbfs.data.synthetic.text.make_text_like`,
   30 informative words, seed 0).  Test rows: ``1000 * row_scale`` more rows.
+* ``text_large`` (100000 x 50000): a corpus-sized bag of words as ``scipy.sparse`` CSR float32,
+  0.3 % non-zero with ``text_zipf``'s Zipf document frequencies (same generator, seed 0); one byte
+  per entry would be 5 GB, so this is the shape where sparse binned storage is what makes a fit
+  possible on a laptop.  Test rows: ``1000 * row_scale`` more rows.  Not in the default run
+  (LightGBM's Dataset construction alone takes over a minute): ``--shapes text_large``.
 * ``flight_onehot`` (100000 x 634): the Flight stand-in
   (:func:`gbfs.data.synthetic.flight.flight_frames` at ``scale = n_train / 100000``, seed 0)
   one-hot encoded by :func:`gbfs.data.formats.encode_flight`, i.e. the ``X`` of
@@ -80,13 +85,16 @@ from runners.bench.selection import data as bench_selection_data
 
 TEXT_SHAPE = (2000, 5000)
 ZIPF_TEXT_SHAPE, ZIPF_TEXT_DENSITY = (1993, 4862), 0.012
+LARGE_TEXT_SHAPE, LARGE_TEXT_DENSITY = (100_000, 50_000), 0.003
 TEXT_TEST_ROWS = 1000
 FLIGHT_ROWS = 100_000
 REAL_DATA = ("tox171", "isolet")
 MULTICLASS_DATA = {"tox171_4class": "tox171"}
 SHAPES = (*PAPER_SHAPES, "text_like", "text_zipf", "flight_onehot", "flight_raw", *REAL_DATA,
-          *MULTICLASS_DATA)
-SPARSE_SHAPES = ("text_like", "flight_onehot")
+          *MULTICLASS_DATA, "text_large")
+#: shapes the core benchmark runs unless ``--shapes`` names others
+DEFAULT_SHAPES = tuple(s for s in SHAPES if s != "text_large")
+SPARSE_SHAPES = ("text_like", "flight_onehot", "text_large")
 MIN_ROWS = 200
 
 
@@ -117,12 +125,14 @@ def _dense(name: str, row_scale: float) -> ShapeData:
 
 
 def _text(row_scale: float, shape: tuple[int, int] = TEXT_SHAPE, density: float = 0.01,
-          dense: bool = False) -> ShapeData:
+          dense: bool = False, float32: bool = False) -> ShapeData:
     n, d = _rows(shape[0], row_scale), shape[1]
     X, y, _ = make_text_like(n + _rows(TEXT_TEST_ROWS, row_scale), d, density=density, max_count=5,
                              n_informative=30, random_state=0)
     if dense:   # as the real sets are distributed: a dense float32 matrix of counts
         X = X.toarray().astype(np.float32)
+    elif float32:  # a corpus' counts in float32, as a vectoriser gives them
+        X = X.astype(np.float32)
     return ShapeData(X[:n], y[:n], X[n:], y[n:])
 
 
@@ -197,6 +207,8 @@ def load_shape(name: str, row_scale: float = 1.0, data_dir: Path | None = None) 
         return _text(row_scale)
     if name == "text_zipf":
         return _text(row_scale, ZIPF_TEXT_SHAPE, ZIPF_TEXT_DENSITY, dense=True)
+    if name == "text_large":
+        return _text(row_scale, LARGE_TEXT_SHAPE, LARGE_TEXT_DENSITY, float32=True)
     if name == "flight_onehot":
         return _flight_onehot(row_scale)
     if name == "flight_raw":
