@@ -76,7 +76,8 @@ class GrowthParams:
     reg_lambda: float = 0.0
     min_split_gain: float = 0.0  # a split must gain more than this (unpenalised gain units)
     # Histograms kept for the subtraction trick may use at most this multiple of the binned
-    # matrix's memory; beyond it children are built directly from their rows.
+    # matrix's memory at one byte per entry (rows x features, whatever its storage); beyond it
+    # children are built directly from their rows.
     histogram_memory_ratio: float = 1.5
     # A node's histogram is kept only if it has at least this many rows: for smaller nodes building
     # both children from rows is cheaper than the extra passes over a (n_features x 256) histogram.
