@@ -102,7 +102,8 @@ def sample_sd(x: pd.Series) -> float:
 
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per row (in order): mean and sd over the seeds of the features, RMSE, AUC (in %) and fit
-    seconds; the seeds' run ids."""
+    seconds; each seed's features, AUC and fit seconds (``*_by_seed``: seed -> value, for the
+    paired claims of :mod:`runners.paper.verdict`); the seeds' run ids."""
     out = []
     for row, g in frame.groupby("row", sort=False):
         auc = 100.0 * g.test_auc
@@ -119,6 +120,9 @@ def summarize(frame: pd.DataFrame) -> pd.DataFrame:
                 "auc": auc.mean(),
                 "auc_sd": sample_sd(auc),
                 "fit_seconds": g.fit_seconds.mean(),
+                **{f"{k}_by_seed": {int(s): float(x) for s, x in zip(g.seed, v)}
+                   for k, v in (("auc", auc), ("n_features", g.n_selected_features),
+                                ("fit_seconds", g.fit_seconds))},
                 "budget": ",".join(sorted({str(b) for b in g.budget if is_given(b)}, key=float)) or None,
                 "run_ids": " ".join(g.run_id),
             }
@@ -151,7 +155,8 @@ def table3(summary: pd.DataFrame, dataset: str, correlations: Mapping[str, float
                     f"{key}_delta": getattr(s, key) - paper[key],
                 }
             )
-        rec.update(corr_top=correlations.get(s.row, math.nan), fit_seconds=s.fit_seconds, run_ids=s.run_ids)
+        rec.update(corr_top=correlations.get(s.row, math.nan), fit_seconds=s.fit_seconds, run_ids=s.run_ids,
+                   **{k: getattr(s, k) for k in ("auc_by_seed", "n_features_by_seed", "fit_seconds_by_seed")})
         rows.append(rec)
     return pd.DataFrame(rows)
 
@@ -298,7 +303,8 @@ def write_dataset(d: DatasetRuns) -> Path:
     top = {name: first_features(run_id, n) for name, run_id in first.items()}
     corr = {name: figures.mean_abs_correlation(ds.X_train, cols) for name, cols in top.items()}
     t3 = table3(summarize(frame), d.dataset, corr)
-    t3.to_csv(d.folder / "table3.csv", index=False, float_format="%.6g")
+    t3.drop(columns=[c for c in t3.columns if c.endswith("_by_seed")]).to_csv(
+        d.folder / "table3.csv", index=False, float_format="%.6g")
     labels = {row.name: row.label for row in d.rows}
     title = f"{d.dataset} ({len(ds.y_train)} train rows x {ds.X_train.shape[1]} features), seed {d.seeds[0]}"
     figures.figure2({labels[k]: curves(d.client, v) for k, v in first.items()}, d.folder / "figure2.png",

@@ -270,10 +270,11 @@ def test_table4_reads_the_runs_back_next_to_the_papers_numbers(hand_runs, tmp_pa
     assert "| GBFS | 7.0 ± 1.4 | 0.920 ± 0.014 | 0.820 ± 0.014 | 4.20 ± 0.28 | 0.531 | 0.499 |" in md
     assert "| GBDT-topK (K=7,9) |" in md and "| A-GBM | 8.0 ± 1.4 | 0.930 ± 0.014 | 0.850 ± 0.014 |" in md
     assert f"`{runs['agbm/1'].info.run_id[:8]}`" in md and parent in md and "data differ" in md
-    assert "GT-GBM's MRR is competitive with GBDT-topK's: ours +0.140 (14.0 se), paper R1 +0.002, " \
-           "R2 +0.002: **holds**" in md
-    assert "GT-GBM's MRR is competitive with GBFS's: ours +0.030 (3.0 se)" in md
-    assert "GT-GBM trains in less time than GBFS: 1.10 s vs 4.20 s (3.82× GT-GBM's): **holds**" in md
+    assert "GT-GBM's MRR is higher than GBDT-topK's: ours +0.140, +14.0 se over 2 paired seeds, paper " \
+           "R1 +0.002, R2 +0.002: **holds**" in md
+    assert "GT-GBM's MRR is higher than GBFS's: ours +0.030, +3.0 se over 2 paired seeds" in md
+    assert "GT-GBM trains in less time than GBFS: 1.10 s vs 4.20 s (3.82× GT-GBM's; +3.10 s, +31.0 se over " \
+           "2 paired seeds): **holds**" in md
     ds = experiment.load_data(data)
     assert f"({len(ds.group_train)} / {len(ds.group_val)} / {len(ds.group_test)} queries)" in md
 
