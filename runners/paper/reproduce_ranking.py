@@ -25,8 +25,8 @@ import pandas as pd
 from runners.core import experiment
 from runners.core.ranking_eval import NDCG
 from runners.paper import tables as paper_tables
+from runners.paper.claims import paired
 from runners.paper.tables import cite_runs, fmt_num, is_given, mean_sd, sample_sd
-from runners.paper.verdict import paired
 
 #: the metrics of a row's final runs read back for the table
 METRICS = ("n_selected_features", f"test_{NDCG}", "test_mrr", f"val_{NDCG}", "fit_seconds")
@@ -84,7 +84,7 @@ def _paper(row, data: str) -> float:
 
 def claims(t4: pd.DataFrame) -> list[str]:
     """The caption's two claims for GT-GBM against each of GBDT-topK and GBFS, one Markdown bullet
-    each, decided over the paired seeds (:mod:`runners.paper.verdict`): a higher MRR (*within
+    each, decided over the paired seeds (:mod:`runners.paper.claims`): a higher MRR (*within
     noise* is as competitive as the numbers can show) and a shorter fit."""
     by = {r.paper: r for r in t4.itertuples() if isinstance(r.paper, str)}
     gt, out = by.get("gtgbm"), []

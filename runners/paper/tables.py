@@ -103,7 +103,7 @@ def sample_sd(x: pd.Series) -> float:
 def summarize(frame: pd.DataFrame) -> pd.DataFrame:
     """Per row (in order): mean and sd over the seeds of the features, RMSE, AUC (in %) and fit
     seconds; each seed's features, AUC and fit seconds (``*_by_seed``: seed -> value, for the
-    paired claims of :mod:`runners.paper.verdict`); the seeds' run ids."""
+    paired claims of :mod:`runners.paper.claims`); the seeds' run ids."""
     out = []
     for row, g in frame.groupby("row", sort=False):
         auc = 100.0 * g.test_auc

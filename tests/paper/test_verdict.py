@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from runners.paper.verdict import FAILS, HOLDS, NOISE, paired, tally
+from runners.paper.claims import FAILS, HOLDS, NOISE, paired, tally
 
 
 @pytest.mark.parametrize("a,b,allowance,word", [
