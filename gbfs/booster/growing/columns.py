@@ -41,14 +41,10 @@ class Columns:
             return [(self.block, self.cols, features)]
         stored = features[~in_block]
         self._materialise(stored)
-        out = [(self.extra, self._extra_cols, stored)]
+        out = [(self._extra, self._extra_cols, stored)]
         if in_block.any():
             out.insert(0, (self.block, self.cols, features[in_block]))
         return out
-
-    @property
-    def extra(self) -> np.ndarray:
-        return self._extra
 
     def _materialise(self, features: np.ndarray) -> None:
         new = features[self._extra_cols[features] < 0]

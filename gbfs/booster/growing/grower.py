@@ -163,9 +163,9 @@ class TreeGrower:
         """Counts of ``features`` over all rows (zero residuals, unit second channel), for pruning."""
         n = self.X_binned.shape[0]
         zeros, no_h = np.zeros(n), np.empty(0)
-        rowwise = np.empty(0, dtype=np.int64) if self.sparse is None else \
-            features[np.isin(features, self.sparse.features)]
-        columns = features if self.sparse is None else features[~np.isin(features, self.sparse.features)]
+        indexed = np.zeros(features.shape[0], dtype=bool) if self.sparse is None else \
+            np.isin(features, self.sparse.features)
+        rowwise, columns = features[indexed], features[~indexed]
         for X, cols, part in self._columns.parts(columns):
             build_histogram(X, cols, self._no_rows, zeros, no_h, part, self.offsets, self.n_bins, hist)
         if rowwise.shape[0]:
