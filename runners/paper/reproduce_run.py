@@ -32,8 +32,10 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from runners.core import summaries
-from runners.paper import reproduce_lock, reproduce_mvs, reproduce_ranking, sampling_report
+from runners.paper import reproduce_lock, reproduce_ranking
 from runners.paper import tables as paper_tables
+from runners.paper.mvs import report as sampling_report
+from runners.paper.mvs import tables as reproduce_mvs
 from runners.paper.reproduce_plan import (
     Row,
     data_overrides,
@@ -226,7 +228,7 @@ class Reproduction:
 
 
 def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
-    """The MVS paper's Tables 2-4 (:mod:`runners.paper.reproduce_mvs`): the comparison's MLflow run under
+    """The MVS paper's Tables 2-4 (:mod:`runners.paper.mvs.tables`): the comparison's MLflow run under
     the parent (``role=sampling``; reused when finished), its CSV and settings read back from that
     run, the tables written into ``folder`` next to the paper's numbers."""
     config = digest(settings, str(rep.cfg.reproduce.name))

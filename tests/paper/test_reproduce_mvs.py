@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 
-from runners.paper import reproduce_mvs, sampling
+from runners.paper.mvs import comparison as sampling
+from runners.paper.mvs import tables as reproduce_mvs
 
 BASE_ERROR = 0.2
 

@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from runners import bench
 from runners.core import experiment
-from runners.paper import sampling
+from runners.paper.mvs import comparison as sampling
 
 SAMPLERS = group_options("sampler")
 COMMITTED = Path(__file__).resolve().parents[2] / "results" / "sampling" / "sampling.csv"

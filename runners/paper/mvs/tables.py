@@ -2,7 +2,7 @@
 
 Ibragimov & Gusev, "Minimal Variance Sampling in Stochastic Gradient Boosting" (NeurIPS 2019),
 Section 5: SGB, GOSS, MVS, MVS Adaptive in LightGBM on seven binary datasets.  :func:`compute` runs
-:func:`runners.paper.sampling.run`; :func:`tables` sets its table out as the paper's Table 2 (tuned
+:func:`runners.paper.mvs.comparison.run`; :func:`tables` sets its table out as the paper's Table 2 (tuned
 sampling vs none), Table 3 (error by sample rate) and Table 4 (learning time at the smallest rate
 without quality loss) next to ``results/reference/mvs_table{2,3,4}.csv``; :func:`write` writes them.
 
@@ -30,11 +30,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runners.paper import sampling_report
-from runners.paper.sampling import Booster, describe, load, run
-from runners.paper.sampling_report import BASELINE, LABELS, LIGHTGBM, OURS, library, mvs_verdict
+from runners.paper.mvs import report as sampling_report
+from runners.paper.mvs.comparison import Booster, describe, load, run
+from runners.paper.mvs.report import BASELINE, LABELS, LIGHTGBM, OURS, library, mvs_verdict
 
-REFERENCE_DIR = Path(__file__).resolve().parents[2] / "results" / "reference"
+REFERENCE_DIR = Path(__file__).resolve().parents[3] / "results" / "reference"
 #: the paper's row each strategy is set against (the paper's SGB and GOSS ran in LightGBM)
 PAPER_ROW = {"sgb": "sgb", "goss": "goss", "mvs": "mvs", "mvs_adaptive": "mvs_adaptive",
              "lgb_bagging": "sgb", "lgb_goss": "goss"}
@@ -51,22 +51,23 @@ def reference(name: str) -> pd.DataFrame:
 
 
 def compute(settings: Mapping, progress: bool = True) -> tuple[pd.DataFrame, dict]:
-    """Run the comparison of :func:`runners.paper.sampling.run` on one dataset.
+    """Run the comparison of :func:`runners.paper.mvs.comparison.run` on one dataset.
 
     Parameters
     ----------
     settings : Mapping
         ``dataset`` (a :func:`gbfs.data.load_dataset` name), ``scale``, ``feature_scale``, ``rates``
         (1.0 is the baseline), ``seeds`` (a count), ``trees``; optional ``strategies`` (default
-        ours and LightGBM's), ``data_seed`` (0) and any other :class:`runners.paper.sampling.Booster` field.
+        ours and LightGBM's), ``data_seed`` (0) and any other
+        :class:`runners.paper.mvs.comparison.Booster` field.
     progress : bool
         A tqdm bar over the fits.
 
     Returns
     -------
     (pandas.DataFrame, dict)
-        The table of :func:`runners.paper.sampling.run` and its meta
-        (:func:`runners.paper.sampling.describe`).
+        The table of :func:`runners.paper.mvs.comparison.run` and its meta
+        (:func:`runners.paper.mvs.comparison.describe`).
     """
     booster = Booster(**{f.name: settings[f.name] for f in fields(Booster) if f.name in settings})
     ds = load(settings["dataset"], settings["scale"], settings["feature_scale"], settings.get("data_seed", 0))
@@ -244,8 +245,8 @@ def _summary(df: pd.DataFrame) -> list[str]:
 
 
 def tables(df: pd.DataFrame, meta: dict) -> dict[str, str]:
-    """The paper's Tables 2-4 from ``df`` (columns :data:`runners.paper.sampling.CSV_COLUMNS`) next to the
-    paper's numbers, and a summary of what matches.
+    """The paper's Tables 2-4 from ``df`` (columns :data:`runners.paper.mvs.comparison.CSV_COLUMNS`)
+    next to the paper's numbers, and a summary of what matches.
 
     Returns
     -------
@@ -261,7 +262,7 @@ def tables(df: pd.DataFrame, meta: dict) -> dict[str, str]:
 
 
 def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> list[Path]:
-    """Write ``sampling.csv``, ``.md``, ``.png`` (:func:`runners.paper.sampling_report.write`) and the four
+    """Write ``sampling.csv``, ``.md``, ``.png`` (:func:`runners.paper.mvs.report.write`) and the four
     Markdown files of :func:`tables` into ``out_dir``; return every path."""
     out_dir = Path(out_dir)
     paths = sampling_report.write(df, out_dir, meta)

@@ -6,7 +6,7 @@
 
 Results go to ``--out`` (``results/sampling``; ``--quick``: ``results/bench/sampling-quick``) as
 CSV, Markdown and PNG, and to one MLflow run in ``--tracking-uri`` (``sqlite:///mlflow.db``, the
-harness's store; ``--no-mlflow`` skips it), written by :mod:`runners.paper.sampling_report`.  The last
+harness's store; ``--no-mlflow`` skips it), written by :mod:`runners.paper.mvs.report`.  The last
 lines printed are the verdict on the target: at every rate <= 0.1, is MVS's relative error below
 SGB's and GOSS's?
 
@@ -54,7 +54,7 @@ from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data import Dataset, load_dataset
 from runners.bench.matched import Matched
-from runners.paper.sampling_report import (  # noqa: F401  (the outputs, re-exported)
+from runners.paper.mvs.report import (  # noqa: F401  (the outputs, re-exported)
     BASELINE,
     LABELS,
     LIGHTGBM,

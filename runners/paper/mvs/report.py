@@ -1,9 +1,10 @@
 """The outputs of the row-sampling comparison (``python -m runners.sampling``): Markdown tables shaped
 like the MVS paper's Tables 3 and 4, the figure, the MVS target verdict and the MLflow run.
 
-Everything here reads the DataFrame of :func:`runners.paper.sampling.run` (columns
-:data:`runners.paper.sampling.CSV_COLUMNS`) and fits nothing.  The strategy names, their order and labels
-live here because both the fits and the tables use them; :mod:`runners.paper.sampling` re-exports them.
+Everything here reads the DataFrame of :func:`runners.paper.mvs.comparison.run` (columns
+:data:`runners.paper.mvs.comparison.CSV_COLUMNS`) and fits nothing.  The strategy names, their
+order and labels live here because both the fits and the tables use them;
+:mod:`runners.paper.mvs.comparison` re-exports them.
 """
 
 from __future__ import annotations
