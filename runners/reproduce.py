@@ -15,7 +15,7 @@ GT-GBM selected at that seed (the paper's rule, :func:`runners.paper.reproduce_p
 dataset whose files are not on disk is skipped with one line.  A ranking dataset (``dataset.task:
 ranking``, e.g. the stand-in ``ranking_like``) runs the rows of ``reproduce.ranking_rows`` the same
 way and gives the paper's Table 4 (:mod:`runners.paper.reproduce_ranking`).  The MVS paper's
-Tables 2-4 come from :mod:`runners.paper.reproduce_mvs`.
+Tables 2-4 come from :mod:`runners.paper.mvs.tables`.
 
 MLflow: one parent run per reproduction (``role=reproduction``, found again by ``reproduce.name``),
 every study and fit nested under it and tagged ``reproduction`` (the parent's id),

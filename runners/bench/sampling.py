@@ -215,7 +215,7 @@ def _met(ok: bool) -> str:
 
 def comparison_verdict(path: Path) -> list[str]:
     """The third target, read from a comparison CSV written by ``python -m runners.sampling``."""
-    from runners.paper.sampling import mvs_verdict
+    from runners.paper.mvs.comparison import mvs_verdict
 
     if not path.is_file():
         return [f"MVS target: no comparison at {path} (run: python -m runners.sampling)"]
