@@ -45,6 +45,8 @@ class Verdict:
 
     def note(self, fmt: str = "+.2f", unit: str = "") -> str:
         """``"+0.41 pt, 1.3 se over 5 paired seeds"``: the numbers the word was decided on."""
+        if self.n == 0:
+            return "no paired seed"
         diff = f"{self.diff:{fmt}}{unit}"
         if self.n < 2:
             return f"{diff}, one seed"

@@ -18,6 +18,9 @@ from runners.tracking import runs as tracking
 
 #: the name of the MVS paper's part in ``reproduce.datasets``
 MVS = "mvs"
+#: the papers a reproduction can make (``reproduce.papers``): the GT-GBM paper's tables of tuned rows
+#: (its datasets), the MVS paper's tables, the GBFS paper's experiments
+PAPERS = ("gtgbm", MVS, "gbfs")
 #: ``dataset.task`` -> the key of ``reproduce`` holding its rows: the GT-GBM paper's Table 3 for
 #: binary data, its Table 4 for ranking data (``dataset.task: ranking``)
 ROWS = {"binary": "rows", "ranking": "ranking_rows"}
@@ -77,7 +80,8 @@ def rows_by_task(cfg: DictConfig, tasks: Mapping[str, str]) -> dict[str, list[Ro
 
 
 def scale_of(cfg: DictConfig) -> DictConfig:
-    """``reproduce.scales[reproduce.scale]``, checked: seeds, n_trials and the datasets' names."""
+    """``reproduce.scales[reproduce.scale]``, checked: seeds, n_trials, the datasets' names and
+    ``reproduce.papers``."""
     scales, scale = cfg.reproduce.scales, cfg.reproduce.scale
     if scale not in scales:
         raise ValueError(f"reproduce.scale must be one of {sorted(scales)}, got {scale!r}")
@@ -105,18 +109,36 @@ def scale_of(cfg: DictConfig) -> DictConfig:
             f"reproduce.datasets: {sorted(set(subset) - {*s.datasets, MVS})} not in "
             f"reproduce.scales.{scale}.datasets ({list(s.datasets)}) nor {MVS!r} (the MVS paper's tables)"
         )
+    papers_of(cfg)
     return s
 
 
+def papers_of(cfg: DictConfig) -> list[str]:
+    """``reproduce.papers`` checked (null: every paper of :data:`PAPERS`)."""
+    papers = cfg.reproduce.get("papers")
+    if papers is None:
+        return list(PAPERS)
+    if isinstance(papers, str) or not all(isinstance(p, str) for p in papers):
+        raise ValueError(f"reproduce.papers must be a list of names from {list(PAPERS)}, got {papers!r}")
+    unknown = sorted(set(papers) - set(PAPERS))
+    if unknown:
+        raise ValueError(f"reproduce.papers: unknown {unknown}; known: {list(PAPERS)}")
+    return [p for p in PAPERS if p in papers]
+
+
 def runs_mvs(cfg: DictConfig) -> bool:
-    """Whether the MVS paper's tables are made: the scale has ``mvs`` settings and ``reproduce.datasets``
-    is null (everything) or lists ``mvs``."""
+    """Whether the MVS paper's tables are made: ``reproduce.papers`` has ``mvs``, the scale has ``mvs``
+    settings and ``reproduce.datasets`` is null (everything) or lists ``mvs``."""
     subset = cfg.reproduce.get("datasets")
-    return bool(scale_of(cfg).get("mvs")) and (subset is None or MVS in subset)
+    return (MVS in papers_of(cfg) and bool(scale_of(cfg).get("mvs"))
+            and (subset is None or MVS in subset))
 
 
 def datasets_of(cfg: DictConfig) -> dict[str, dict]:
-    """The datasets to run and their settings: the scale's, or the subset ``reproduce.datasets``."""
+    """The datasets of the GT-GBM paper's tables to run and their settings: the scale's, or the subset
+    ``reproduce.datasets``; none when ``reproduce.papers`` leaves ``gtgbm`` out."""
+    if "gtgbm" not in papers_of(cfg):
+        return {}
     every = OmegaConf.to_container(scale_of(cfg).datasets, resolve=True)
     subset = cfg.reproduce.get("datasets")
     return {str(k): v or {} for k, v in every.items() if subset is None or k in subset}

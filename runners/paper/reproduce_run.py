@@ -32,7 +32,7 @@ from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from runners.core import summaries
-from runners.paper import reproduce_lock, reproduce_ranking
+from runners.paper import reproduce_lock, reproduce_parts, reproduce_ranking
 from runners.paper import tables as paper_tables
 from runners.paper.mvs import report as sampling_report
 from runners.paper.mvs import tables as reproduce_mvs
@@ -42,6 +42,7 @@ from runners.paper.reproduce_plan import (
     datasets_of,
     digest,
     missing_data,
+    papers_of,
     rows_by_task,
     runs_mvs,
     scale_of,
@@ -329,8 +330,9 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command)
 
 def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping[str, list[Row]],
                       seeds: list[int]) -> dict[str, Path]:
-    """Every unit of every dataset on disk, then its tables (and the MVS paper's), logged to the
-    parent run; returns the folders written, by dataset."""
+    """Every unit of every dataset on disk, then its tables (and the MVS paper's, and the parts of
+    :mod:`runners.paper.reproduce_parts`), logged to the parent run; returns the folders written, by
+    dataset or part."""
     cfg, written = rep.cfg, {}
     out = Path(str(cfg.reproduce.out_dir))
     for name, settings in datasets_of(cfg).items():
@@ -349,6 +351,11 @@ def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping
         mvs = OmegaConf.to_container(scale_of(cfg).mvs, resolve=True)
         written["mvs"] = mvs_tables(rep, mvs, out / "mvs")
         print(f"mvs: {written['mvs']}")
+    for name in (p for p in papers_of(cfg) if p in reproduce_parts.PARTS and scale_of(cfg).get(p)):
+        settings = OmegaConf.to_container(scale_of(cfg)[name], resolve=True)
+        written[name] = reproduce_parts.run_part(rep.client, rep.exp_id, rep.parent_id, name, settings,
+                                                 digest(settings, str(cfg.reproduce.name)), out / name)
+        print(f"{name}: {written[name]}")
     parent = rep.run_log
     for key, folder in written.items():
         for path in sorted(folder.iterdir()):

@@ -29,7 +29,8 @@ from .multitask import multitask
 from .ranking import ranking_like
 
 __all__ = ["GENERATORS", "PAPER_SHAPES", "SyntheticData", "epsilon_like", "figure1", "flight_frames",
-           "flight_like", "gisette_like", "make_figure1_regression", "make_sparse_classification",
+           "flight_like", "gisette_like", "make_figure1_regression", "make_gbfs_figure1",
+           "make_sparse_classification",
            "multitask"]
 
 #: a data set's generator: keyword arguments such as ``scale`` and ``random_state``
@@ -84,6 +85,31 @@ def make_figure1_regression(n_samples: int, n_features: int, random_state: int |
     # would the target
     y = 2 * X[:, 0] - 3 * exp2(X[:, 1]) + log2(1 + X[:, 2]) + rng.standard_normal(n_samples)
     return X, y
+
+
+
+#: the shapes of :func:`make_gbfs_figure1`'s label
+GBFS_FIGURE1_SHAPES = ("disc", "xor")
+
+
+def make_gbfs_figure1(n_samples: int, shape: str = "disc", random_state: int | None = 0):
+    """Three features of which two carry a nonlinear label and the third is their sum (GBFS paper,
+    Section 5.1, Figure 1).
+
+    ``x`` and ``y`` are i.i.d. uniform on [-1, 1] and ``z = x + y``, so ``z`` is redundant given
+    ``x`` and ``y``.  With ``shape="disc"`` the label is 1 inside the disc ``x^2 + y^2 < 1/2`` (half
+    the square's area), with ``shape="xor"`` where ``x y > 0``; neither is linearly separable in
+    ``(x, y)`` nor in ``(x, y, z)``.  The paper does not give its generator; both shapes meet its
+    description.  Returns ``X`` (n x 3: x, y, z) and ``y`` (int64).
+    """
+    n = check_int("n_samples", n_samples, 1)
+    if shape not in GBFS_FIGURE1_SHAPES:
+        raise ValueError(f"shape must be one of {GBFS_FIGURE1_SHAPES}, got {shape!r}")
+    rng = np.random.default_rng(random_state)
+    xy = rng.uniform(-1.0, 1.0, size=(n, 2))
+    x, y = xy[:, 0], xy[:, 1]
+    label = x * x + y * y < 0.5 if shape == "disc" else x * y > 0
+    return np.column_stack([x, y, x + y]), label.astype(np.int64)
 
 
 # --- stand-ins of the papers' data sets --------------------------------------------------

@@ -1,0 +1,104 @@
+"""The parts of a reproduction that are experiments rather than tables of tuned rows (the GBFS
+paper's Section 5): each is computed once in one MLflow run under the reproduction's parent run,
+its tables logged there as CSV with its settings, and its figures and claims written from the run
+read back -- so a rerun of the same settings reuses the run, and every number traces to it.
+
+A part is one :class:`Part` in :data:`PARTS`, keyed by its name in ``reproduce.papers``; its settings
+are ``reproduce.scales.<scale>.<name>`` (a scale without them skips the part).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+from mlflow.tracking import MlflowClient
+
+from runners.paper.gbfs_kdd import experiments as gbfs_experiments
+from runners.paper.gbfs_kdd import report as gbfs_report
+from runners.tracking import runs as tracking
+from runners.tracking.run_log import RunLog
+
+log = logging.getLogger(__name__)
+
+Frames = dict[str, pd.DataFrame]
+
+
+@dataclass(frozen=True)
+class Part:
+    """``compute(settings, data_dir) -> (tables, meta)`` fits everything; ``write(tables, meta, folder)``
+    writes the files from the tables read back.  ``meta`` must be JSON."""
+
+    title: str
+    compute: Callable[[Mapping, Path], tuple[Frames, dict]]
+    write: Callable[[Frames, Mapping, Path], list[Path]]
+
+
+#: ``reproduce.papers`` name -> its part
+PARTS: dict[str, Part] = {
+    "gbfs": Part("the GBFS paper's Section 5", gbfs_experiments.compute, gbfs_report.write),
+}
+
+
+def _shared_data(data_dir: str | None) -> Path:
+    """Where the real ``.npz`` sets are read: ``$GBFS_SHARED_DATA``, else ``../shared/data``."""
+    from runners.bench.selection.data import default_data_dir
+
+    return Path(data_dir) if data_dir else default_data_dir()
+
+
+def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, settings: dict,
+             config: str, folder: Path) -> Path:
+    """Part ``name`` with ``settings`` (digest ``config``): its FINISHED run under ``parent_id`` reused,
+    or computed and logged now; then its files written into ``folder``."""
+    part = PARTS[name]
+    found = client.search_runs(
+        [exp_id], max_results=1, order_by=["attributes.start_time DESC"],
+        filter_string=f"tags.reproduction = '{parent_id}' and tags.role = '{name}_paper' "
+        f"and tags.repro_config = '{config}' and attributes.status = 'FINISHED'")
+    if found:
+        run_id = found[0].info.run_id
+    else:
+        print(f"{name}: {part.title} ...", flush=True)
+        t0 = time.perf_counter()
+        frames, meta = part.compute(settings, _shared_data(settings.get("data_dir")))
+        meta = {**meta, "settings": settings, "seconds": time.perf_counter() - t0,
+                "command": "python -m runners.reproduce " + " ".join(sys.argv[1:]),
+                "commit": tracking.git_commit(), "date": datetime.date.today().isoformat()}
+        tags = {"mlflow.parentRunId": parent_id, "reproduction": parent_id, "role": f"{name}_paper",
+                "repro_config": config, "worker": tracking.worker_id()}
+        with tracking.managed_run(run_name=f"{name}-paper", tags=tags,
+                                  nested=mlflow.active_run() is not None) as active, \
+                tempfile.TemporaryDirectory() as tmp:
+            run_log = RunLog(active.info.run_id)
+            run_log.params({k: str(v)[:500] for k, v in tracking.flatten(settings).items()})
+            run_log.metrics({"seconds": meta["seconds"]})
+            for key, df in frames.items():
+                df.to_csv(Path(tmp) / f"{key}.csv", index=False)
+                run_log.artifact(Path(tmp) / f"{key}.csv", artifact_path="tables")
+            (Path(tmp) / "meta.json").write_text(json.dumps(meta, default=str))
+            run_log.artifact(Path(tmp) / "meta.json", artifact_path="tables")
+            run_id = active.info.run_id
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="tables", dst_path=tmp))
+        meta = json.loads((local / "meta.json").read_text())
+        frames = {p.stem: pd.read_csv(p, keep_default_na=True, dtype={"features": str})
+                  for p in local.glob("*.csv")}
+    for key, df in frames.items():
+        if "features" in df:
+            frames[key] = df.assign(features=df.features.fillna(""))
+    paths = part.write(frames, meta, folder)
+    with (folder / "README.md").open("a") as f:   # every number traces to the part's run
+        f.write(f"\nFrom MLflow run `{run_id}` (role={name}_paper) under the reproduction's run "
+                f"`{parent_id}`.\n")
+    log.info("%s: %d files in %s", name, len(paths), folder)
+    return folder
