@@ -15,7 +15,7 @@ params, the counts and the model's AUC on the tested rows as metrics, ``z.<featu
 A relevant feature that enters the label only through an interaction with a feature the model
 has (the stand-ins' paired columns) carries no marginal signal for the test to find: the paper's
 XOR caveat (Section 4), which testing such features together with their partner (``joint``) would
-address.  The test's run is :mod:`runners.paper.feature_utility`'s.
+address.  The test's run is :mod:`runners.paper.utility_kb.held_back`'s.
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from runners.paper.feature_utility import hold_back_and_test
+from runners.paper.utility_kb.held_back import hold_back_and_test
 from runners.tracking import runs as tracking
 
 
 def run(cfg: DictConfig) -> dict[str, float]:
     """Hold back, fit, test, print and log (one MLflow run); return the metrics.  Raises what
-    :func:`runners.paper.feature_utility.hold_back_and_test` raises (a ``ValueError`` on a bad
+    :func:`runners.paper.utility_kb.held_back.hold_back_and_test` raises (a ``ValueError`` on a bad
     ``utility.*``, dataset, ``seed`` or ``tracking.uri`` setting, before any MLflow run)."""
     return hold_back_and_test(cfg)
 

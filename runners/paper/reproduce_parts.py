@@ -1,7 +1,8 @@
-"""The parts of a reproduction that are experiments rather than tables of tuned rows (the GBFS
-paper's Section 5): each is computed once in one MLflow run under the reproduction's parent run,
-its tables logged there as CSV with its settings, and its figures and claims written from the run
-read back -- so a rerun of the same settings reuses the run, and every number traces to it.
+"""The parts of a reproduction that are experiments rather than tables of tuned rows (the GBFS and
+the Koepke-Bilenko papers' Sections 5): each is computed once in one MLflow run under the
+reproduction's parent run, its tables logged there as CSV with its settings, and its figures and
+claims written from the run read back -- so a rerun of the same settings reuses the run, and
+every number traces to it.
 
 A part is one :class:`Part` in :data:`PARTS`, keyed by its name in ``reproduce.papers``; its settings
 are ``reproduce.scales.<scale>.<name>`` (a scale without them skips the part).
@@ -25,6 +26,8 @@ from mlflow.tracking import MlflowClient
 
 from runners.paper.gbfs_kdd import experiments as gbfs_experiments
 from runners.paper.gbfs_kdd import report as gbfs_report
+from runners.paper.utility_kb import experiments as utility_experiments
+from runners.paper.utility_kb import report as utility_report
 from runners.tracking import runs as tracking
 from runners.tracking.run_log import RunLog
 
@@ -46,6 +49,8 @@ class Part:
 #: ``reproduce.papers`` name -> its part
 PARTS: dict[str, Part] = {
     "gbfs": Part("the GBFS paper's Section 5", gbfs_experiments.compute, gbfs_report.write),
+    "utility": Part("the Koepke-Bilenko paper's Section 5", utility_experiments.compute,
+                    utility_report.write),
 }
 
 

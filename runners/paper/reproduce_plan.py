@@ -19,8 +19,8 @@ from runners.tracking import runs as tracking
 #: the name of the MVS paper's part in ``reproduce.datasets``
 MVS = "mvs"
 #: the papers a reproduction can make (``reproduce.papers``): the GT-GBM paper's tables of tuned rows
-#: (its datasets), the MVS paper's tables, the GBFS paper's experiments
-PAPERS = ("gtgbm", MVS, "gbfs")
+#: (its datasets), the MVS paper's tables, the GBFS and the Koepke-Bilenko papers' experiments
+PAPERS = ("gtgbm", MVS, "gbfs", "utility")
 #: ``dataset.task`` -> the key of ``reproduce`` holding its rows: the GT-GBM paper's Table 3 for
 #: binary data, its Table 4 for ranking data (``dataset.task: ranking``)
 ROWS = {"binary": "rows", "ranking": "ranking_rows"}

@@ -99,7 +99,8 @@ def _settings() -> dict:
             "rf_trees": 10, "svm_splits": 2, "figure1": {"n": 300, "shapes": ["disc"]},
             "figure2": {"dataset": "tox171", "genes": 50, "bags": 3, "k": 3},
             "curves": {"datasets": ["breast_cancer"], "wide": [], "svm_dataset": "breast_cancer",
-                       "ks": [2, 5], "test_fraction": 0.25, "hsic_max_cells": 100_000}}
+                       "ks": [2, 5], "test_fraction": 0.25, "mrmr_max_cells": 100_000,
+                       "hsic_max_cells": 100_000}}
 
 
 @pytest.mark.usefixtures("restore_mlflow")

@@ -1,5 +1,5 @@
 """gbfs.selection.feature_utility (Koepke & Bilenko, Algorithm 1) and its runner, runners.feature_utility
-(the test's run: runners.paper.feature_utility)."""
+(the test's run: runners.paper.utility_kb.held_back)."""
 
 from __future__ import annotations
 
@@ -216,7 +216,7 @@ def _utility_cfg(root: Path, overrides: list[str]):
 
 def test_runner_tests_the_held_back_features(tmp_path):
     from gbfs.data import load_dataset
-    from runners.paper import feature_utility as runner
+    from runners.paper.utility_kb import held_back as runner
 
     cfg = _utility_cfg(tmp_path, ["seed=2"])
     ds = load_dataset("gisette_like", scale=0.05, feature_scale=0.02, seed=2)

@@ -154,9 +154,12 @@ def _curve_points(s: S.Split, cfg: Mapping, d: int) -> list[dict]:
     points = S.l1_points(s, cfg["Cs"])
     points += S.ranking_points("RF-FS", s, S.rf_order(s, trees, threads), ks,
                                lambda: S.forest(trees, s.seed, threads))
-    points += S.ranking_points("mRMR", s, S.mrmr_order(s, max(ks), threads), ks, svm)
-    # HSIC Lasso's kernels take d x n x 60 doubles: run where they fit (the paper's did not scale either)
-    if d * len(s.y_train) <= int(cfg["hsic_max_cells"]):
+    # mRMR's mutual information and HSIC Lasso's kernels (d x n x 60 doubles) grow with rows x
+    # features: each runs where it stays below its cap (the paper's did not scale either)
+    cells = d * len(s.y_train)
+    if cells <= int(cfg["mrmr_max_cells"]):
+        points += S.ranking_points("mRMR", s, S.mrmr_order(s, max(ks), threads), ks, svm)
+    if cells <= int(cfg["hsic_max_cells"]):
         points += S.ranking_points("HSIC Lasso", s, S.hsic_order(s, max(ks)), ks, svm)
     points += S.gbfs_points(s, cfg["mus"], dict(cfg["booster"]))
     return points
