@@ -65,3 +65,14 @@ def test_the_part_writes_its_figures_and_claims(tmp_path):
     text = (tmp_path / "README.md").read_text()
     assert "diabetes: every feature the test calls insignificant" in text and "`abc`" in text
     assert (tmp_path / "figures.png").read_bytes()[:4] == b"\x89PNG" and all(p.is_file() for p in paths)
+
+
+def test_rank_gap_is_decided_by_its_bootstrap_standard_error():
+    rng = np.random.default_rng(2)
+    actual = rng.standard_normal(40)
+    close, far = actual + 0.1 * rng.standard_normal(40), rng.standard_normal(40)
+    assert R.rank_gap(close, far, actual).word == "holds"
+    assert R.rank_gap(far, close, actual).word == "does not hold"
+    v = R.rank_gap(close, close + 1e-9 * rng.standard_normal(40), actual)
+    assert v.word == "within noise" and abs(v.diff) < 0.05
+    assert R.rank_gap(close, far, actual).diff == R.rank_gap(close, far, actual, seed=5).diff
