@@ -142,7 +142,7 @@ def test_reproduce_papers_are_checked_and_select_parts():
     assert plan.papers_of(cfg) == ["gbfs"]
     assert plan.datasets_of(cfg) == {} and not plan.runs_mvs(cfg)
     cfg.reproduce.papers = None
-    assert plan.papers_of(cfg) == ["gtgbm", "mvs", "gbfs"] and plan.runs_mvs(cfg)
+    assert plan.papers_of(cfg) == ["gtgbm", "mvs", "gbfs", "utility"] and plan.runs_mvs(cfg)
     cfg.reproduce.papers = ["gbfs", "utlity"]
     with pytest.raises(ValueError, match=r"reproduce.papers: unknown \['utlity'\]"):
         plan.scale_of(cfg)

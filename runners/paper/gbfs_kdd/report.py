@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
 from runners.paper import claims  # noqa: E402
 
@@ -111,6 +112,8 @@ def plot_curves(df: pd.DataFrame, path: Path, column: str = "error", title: str 
             m = h.groupby("param").agg(n=("n_features", "mean"), e=(column, "mean")).sort_values("n")
             ax.plot(m.n, 100 * m.e, "o-", ms=3, label=method, color=COLORS.get(method))
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set(title=name, xlabel="# of features", ylabel="error rate (%)")
     axes[0][0].legend(fontsize=7)
     fig.suptitle(title)
