@@ -3,13 +3,14 @@
 A ranking method (``EstimatorKind.task == "ranking"``, :class:`gbfs.GBFSRanker`) is fitted on whole
 query groups, ``fit(X, y, group, eval_set=(X_val, y_val, group_val))`` with the query sizes the
 :class:`gbfs.data.Dataset` carries for every split, and scored per query by the library's own
-NDCG@10 and MRR (:func:`gbfs.booster.losses.ranking.ndcg_at`, :func:`gbfs.booster.losses.ranking.mrr`; no
-other implementation).
+NDCG@10, MRR and precision@2 (:func:`gbfs.booster.losses.ranking.ndcg_at`,
+:func:`gbfs.booster.losses.ranking.mrr`, :func:`gbfs.booster.losses.ranking.precision_at`; no other
+implementation).
 Its runs log, besides the metrics every run logs (``n_selected_features``, ``fit_seconds``,
 ``predict_seconds``, ``precompute_seconds``, ``relevant_selected`` on the stand-in, ...):
 
-* ``val_ndcg_at_10`` (the score tuning maximises and pruning reads), ``val_mrr``, ``test_ndcg_at_10``,
-  ``test_mrr``;
+* ``val_ndcg_at_10`` (the score tuning maximises and pruning reads), ``val_mrr``,
+  ``val_precision_at_2``, ``test_ndcg_at_10``, ``test_mrr``, ``test_precision_at_2``;
 * the curves ``val_ndcg_at_10``, ``val_mrr``, ``root_variance`` and ``elapsed_seconds`` by iteration
   (``GBFSRanker.history_``'s ``val_ndcg@10``: MLflow's metric names allow no ``@``, so the harness
   says ``_at_``, :func:`runners.core.tasks.metric_name`).
@@ -30,7 +31,7 @@ import hydra.utils
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
-from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
+from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at, precision_at
 from gbfs.data import Dataset, split_queries
 from gbfs.data.reading import ranking_files
 from runners.core import budget
@@ -42,6 +43,9 @@ TASK = "ranking"
 EVAL_AT = 10
 #: NDCG@k's name in metrics (``val_ndcg_at_10``): MLflow's metric names allow no ``@``
 NDCG = f"ndcg_at_{EVAL_AT}"
+#: the k of precision@k (the GT-GBM paper's Table 7: "prec@k=2") and its metric name
+PRECISION_AT = 2
+PRECISION = f"precision_at_{PRECISION_AT}"
 #: ``dataset.name`` of a ranking file of one's own (conf/dataset/ranking_file.yaml)
 FILE = "ranking_file"
 #: the ranking methods, for the error that a binary method met ranking data
@@ -148,11 +152,12 @@ def _predict(est, X: np.ndarray) -> np.ndarray:
 
 
 def scores(ds: Dataset, split: str, score: np.ndarray) -> dict[str, float]:
-    """NDCG@:data:`EVAL_AT` and MRR of the ranking scores ``score`` of ``split``'s rows, over its
-    queries (:mod:`gbfs.booster.losses.ranking`)."""
+    """NDCG@:data:`EVAL_AT`, MRR and precision@:data:`PRECISION_AT` of the ranking scores ``score`` of
+    ``split``'s rows, over its queries (:mod:`gbfs.booster.losses.ranking`)."""
     y = getattr(ds, f"y_{split}")
     offsets = group_offsets(getattr(ds, f"group_{split}"), len(y), f"group_{split}")
-    return {NDCG: ndcg_at(y, score, offsets, EVAL_AT), "mrr": mrr(y, score, offsets)}
+    return {NDCG: ndcg_at(y, score, offsets, EVAL_AT), "mrr": mrr(y, score, offsets),
+            PRECISION: precision_at(y, score, offsets, PRECISION_AT)}
 
 
 #: learning to rank: ranking scores, scored by NDCG@10 and MRR over the queries

@@ -10,7 +10,7 @@ import pytest
 from estimator_cases import every_method
 
 from gbfs import load_model
-from gbfs.booster.losses.ranking import group_offsets, lambdarank_residuals, mrr, ndcg_at
+from gbfs.booster.losses.ranking import group_offsets, lambdarank_residuals, mrr, ndcg_at, precision_at
 from gbfs.estimators.ranker import GBFSRanker
 
 
@@ -80,6 +80,25 @@ def test_ndcg_and_mrr():
     y2, s2 = np.array([0, 1, 0, 2, 0, 0, 0]), np.array([0.9, 0.5, 0.1, 0.7, 0.2, 0.3, 0.1])
     assert mrr(y2, s2, np.array([0, 3, 5, 7])) == pytest.approx((1 / 2 + 1) / 2)
     assert ndcg_at(np.zeros(4), np.arange(4.0), np.array([0, 4])) == 1.0   # LightGBM: no relevant row -> 1
+
+
+def test_precision_at_k_by_hand_and_against_a_naive_reference():
+    # query 1 top-2 by score: rows 0 (0) and 1 (1) -> 1/2; query 2 (two rows): rows 3 (2), 4 (0) -> 1/2;
+    # query 3 (one row, relevant): 1/1
+    y, s = np.array([0, 1, 0, 2, 0, 1]), np.array([0.9, 0.5, 0.1, 0.7, 0.2, 0.0])
+    assert precision_at(y, s, np.array([0, 3, 5, 6]), 2) == pytest.approx((0.5 + 0.5 + 1.0) / 3)
+    # ties keep row order: the first two rows of an all-tied query
+    assert precision_at(np.array([0, 1, 1]), np.zeros(3), np.array([0, 3]), 2) == 0.5
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 9, 30)
+    y, s = rng.integers(0, 3, sizes.sum()), rng.normal(size=sizes.sum())
+    offsets = group_offsets(sizes, len(y))
+    for k in (1, 2, 5):
+        want = np.mean([np.mean(sorted(zip(-s[a:b], y[a:b] > 0))[:k], axis=0)[1]
+                        for a, b in zip(offsets[:-1], offsets[1:])])
+        assert precision_at(y, s, offsets, k) == pytest.approx(want, rel=1e-12)
+    with pytest.raises(ValueError, match="k must be at least 1"):
+        precision_at(y, s, offsets, 0)
 
 
 def ranking_data(n_queries, seed, d=20):

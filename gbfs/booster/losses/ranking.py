@@ -142,6 +142,20 @@ def mrr(y: np.ndarray, score: np.ndarray, offsets: np.ndarray) -> float:
                            np.asarray(offsets, np.int64), 1)[1])
 
 
+def precision_at(y: np.ndarray, score: np.ndarray, offsets: np.ndarray, k: int = 2) -> float:
+    """Mean precision@k over the queries: the share of relevant rows (label > 0) among a query's ``k``
+    highest scores (ties in row order, as :func:`ndcg_at`), over ``min(k, query size)`` -- the
+    GT-GBM paper's "prec@k=2" of its Table 7."""
+    y, score, offsets = np.asarray(y), np.asarray(score, np.float64), np.asarray(offsets, np.int64)
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    shares = []
+    for a, b in zip(offsets[:-1], offsets[1:]):
+        top = np.argsort(-score[a:b], kind="stable")[:k]
+        shares.append(float(np.count_nonzero(y[a:b][top] > 0)) / len(top))
+    return float(np.mean(shares)) if shares else float("nan")
+
+
 def group_offsets(group, n_rows: int, name: str = "group") -> np.ndarray:
     """Query offsets from LightGBM's ``group`` (sizes of consecutive query groups, summing to the
     number of rows); a ValueError names ``name`` otherwise."""
