@@ -9,11 +9,12 @@ from .estimators.model_io import load_model  # noqa: E402
 from .estimators.multitask import GBFSMultitaskClassifier, GBFSMultitaskRegressor  # noqa: E402
 from .estimators.ranker import GBFSRanker  # noqa: E402
 from .estimators.single_task import GBFSClassifier, GBFSRegressor  # noqa: E402 (after configure_waiting)
+from .plotting import plot_importance, plot_metric  # noqa: E402
 from .selection.feature_utility import feature_utility  # noqa: E402
 from .selection.path import SelectionPath, selection_path  # noqa: E402
 from .selection.stability import selection_stability  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["GBFSClassifier", "GBFSMultitaskClassifier", "GBFSMultitaskRegressor", "GBFSRanker",
-           "GBFSRegressor", "SelectionPath", "feature_utility", "load_model", "selection_path",
-           "selection_stability", "__version__"]
+           "GBFSRegressor", "SelectionPath", "feature_utility", "load_model", "plot_importance",
+           "plot_metric", "selection_path", "selection_stability", "__version__"]

@@ -91,7 +91,11 @@ def run(cfg: DictConfig) -> dict[str, float]:
             row = {"method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset)}
             print(format_table([{**row, **budget.budget_tags(cfg), **metrics}]))
         if "best_value" in metrics:
-            print(f"study {name}: best {cfg.tune.objective} {metrics['best_value']:.4f}")
+            found = study_run.best_trial(load_study(cfg.tune, storage), cfg.tune)
+            params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                               for k, v in found.params.items())
+            print(f"study {name}: best {cfg.tune.objective} {metrics['best_value']:.4f} (trial "
+                  f"{found.number}: {params}; the refit run has them as method.params.*)")
         print(ui_hint(cfg.tracking.uri, exp_id))
     return metrics
 

@@ -167,3 +167,23 @@ def progress_bar(desc: str = "fit", show=None, leave: bool = True):
     by default the latest validation (else training) loss.  ``leave=False`` clears the bar when it
     closes."""
     return _ProgressBar(str(desc), _latest_loss if show is None else show, bool(leave))
+
+
+def evals_result(history: list[dict]) -> dict[str, dict[str, list[float]]]:
+    """A fit's ``history_`` (one record per round) regrouped as LightGBM's ``evals_result_``: by data
+    set -- ``"training"`` for the ``train_*`` keys, ``"valid_<i>"`` for the ``i``-th eval set's
+    (``val_*`` is the first, ``val1_*`` the second, ...) -- then by metric, one value per round."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for record in history:
+        for key, value in record.items():
+            head, sep, metric = key.partition("_")
+            if not sep:
+                continue
+            if head == "train":
+                name = "training"
+            elif head.startswith("val") and (head == "val" or head[3:].isdigit()):
+                name = f"valid_{int(head[3:] or 0)}"
+            else:
+                continue
+            out.setdefault(name, {}).setdefault(metric, []).append(float(value))
+    return out

@@ -16,6 +16,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import validation as V
+from ..booster.callbacks import evals_result
 from ..booster.kernels._types import MAX_BINS
 from ..booster.losses.loss import LOSSES
 from ..booster.rounds import BoostingParams
@@ -290,6 +291,13 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
         check_is_fitted(self, "_trees")
         V.check_choice("importance_type", importance_type, IMPORTANCE_TYPES)
         return importances(self._trees, self.n_features_in_, importance_type)
+
+    @property
+    def evals_result_(self) -> dict:
+        """``history_`` by data set and metric, as LightGBM's ``evals_result_``
+        (:func:`gbfs.booster.callbacks.evals_result`)."""
+        check_is_fitted(self, "history_")
+        return evals_result(self.history_)
 
     @property
     def trees_(self):

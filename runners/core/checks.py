@@ -17,16 +17,39 @@ from collections.abc import Iterator, Mapping, Sequence
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
+from gbfs.data import DownloadError, list_datasets, missing_raw_files, read_dataset_manifest
+from gbfs.data.fetching.download import fetch_dataset
 from runners.core import experiment
 from runners.tracking import stores
 
 
 def check_run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> None:
-    """Every setting ``runners.run`` reads: overrides, dataset, ``seed``, tracking, feature budget."""
+    """Every setting ``runners.run`` reads: overrides, dataset, ``seed``, tracking, feature budget;
+    then a real dataset's files (:func:`ensure_real_data`)."""
     check_overrides(cfg, overrides)
     experiment.check_dataset(cfg)
     check_tracking(cfg.tracking)
     check_budgets(cfg.method)
+    ensure_real_data(cfg)
+
+
+def ensure_real_data(cfg: DictConfig) -> None:
+    """A real dataset's raw files on disk before any run or study exists: fetched now when
+    ``dataset.download`` is true, else refused; either way a failure is a ``ValueError`` naming the
+    command that fetches them, so a missing download leaves no FAILED run or empty study behind."""
+    d = cfg.dataset
+    name, root = str(d.name), cfg.paths.get("data_dir")
+    if name not in list_datasets(root)["real"] or not missing_raw_files(name, root):
+        return
+    how = (f"`python -m gbfs.data download {name}` fetches it (dataset.mirror or $GBFS_DATA_MIRROR "
+           "names a mirror)")
+    if not d.get("download"):
+        raise ValueError(f"dataset={name}: the real data is not on disk and dataset.download is false; {how}")
+    try:
+        fetch_dataset(read_dataset_manifest(name, root), root, mirror=d.get("mirror"))
+    except (DownloadError, OSError) as err:
+        raise ValueError(f"dataset={name}: the real data is not on disk and could not be downloaded "
+                         f"({str(err).splitlines()[0]}); {how}, then run this again") from err
 
 
 # ------------------------------------------------------------------------- command-line overrides

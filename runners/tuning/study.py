@@ -26,6 +26,7 @@ import logging
 import os
 import socket
 import time
+import warnings
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -100,8 +101,13 @@ def load_study(tune: DictConfig, storage: optuna.storages.RDBStorage | None = No
     """
     storage = storage or open_storage(tune.storage, tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
     if tune.study_name not in {s.study_name for s in storage.get_all_studies()}:
-        optuna.create_study(study_name=tune.study_name, storage=storage, direction="maximize",
-                            load_if_exists=True)   # (a parallel worker may create it first)
+        created = optuna.create_study(study_name=tune.study_name, storage=storage, direction="maximize",
+                                      load_if_exists=True)   # (a parallel worker may create it first)
+        # the objective's name, for optuna-dashboard and study.trials_dataframe() (not "Objective 0");
+        # experimental in Optuna 4, stable in its API since 3.2
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            created.set_metric_names([str(tune.objective)])
     seed = None if tune.sampler_seed is None else int(tune.sampler_seed) + invocation - 1
     return optuna.load_study(study_name=tune.study_name, storage=storage, sampler=_sampler(tune, seed),
                              pruner=pruner(tune))

@@ -76,7 +76,7 @@ def children(cfg):
 
 
 def test_study_runs_n_trials_then_refits_on_test(tmp_path, capsys):
-    cfg = make_cfg(tmp_path, "tune.n_trials=4", config="tune")
+    cfg = make_cfg(tmp_path, "tune.n_trials=4", "print_summary=true", config="tune")
     assert cfg.tune.enabled and cfg.tune.progress
     metrics = tune.run(cfg)
     study = load(cfg)
@@ -106,8 +106,12 @@ def test_study_runs_n_trials_then_refits_on_test(tmp_path, capsys):
     # only the refit counts for GBDT-topK's K, not the trials nor the study run
     assert budget.resolve_topk_k(cfg) == int(metrics["n_selected_features"])
     # a bar over the trials with the best value so far
-    err = capsys.readouterr().err
+    out = capsys.readouterr()
+    err = out.err
     assert "tune agbm on gisette_like" in err and "4/4" in err and f"best={best.value:.4f}" in err
+    # what tuning found, printed; the objective named in the study (optuna-dashboard shows it)
+    assert f"best val_auc {best.value:.4f} (trial {best.number}: mu={best.params['mu']:.4g}" in out.out
+    assert load(cfg).metric_names == ["val_auc"]
 
 
 @pytest.mark.slow
@@ -440,3 +444,27 @@ def test_refit_mode_trials_report_each_step_once(tmp_path):
     refit_len = len(MlflowClient(tracking_uri=cfg.tracking.uri).get_metric_history(
         trials[0].info.run_id, "val_auc")) - 1      # the trial's curve is its final model's (the refit)
     assert len(steps) > refit_len >= 1              # the selection fit's steps come first
+
+
+@pytest.mark.parametrize(("overrides", "match"), [
+    (["dataset.download=false"], r"dataset=gisette: the real data is not on disk and dataset.download is "
+                                 r"false; `python -m gbfs.data download gisette` fetches it"),
+    # a mirror on a closed local port: the download fails at once, before any study or run
+    (["dataset.download=true", "dataset.mirror=http://127.0.0.1:9/"],
+     r"dataset=gisette: the real data is not on disk and could not be downloaded .*"
+     r"`python -m gbfs.data download gisette`"),
+])
+def test_missing_real_data_is_refused_before_any_study_or_run(tmp_path, overrides, match, monkeypatch):
+    monkeypatch.setenv("GBFS_DATA_DIR", str(tmp_path / "data"))
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose("tune", overrides=[f"paths.root_dir={tmp_path}", f"paths.data_dir={tmp_path}/data",
+                                         "dataset=gisette", "method=agbm", "tune.n_trials=1", *overrides])
+    import functools
+
+    from gbfs.data.fetching.download import fetch_dataset
+    from runners.core import checks
+    # the real download, without the sleeps between its retries
+    monkeypatch.setattr(checks, "fetch_dataset", functools.partial(fetch_dataset, sleep=lambda s: None))
+    with pytest.raises(ValueError, match=match):
+        tune.run(cfg)
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()

@@ -1,0 +1,62 @@
+"""What LightGBM users reach for after a fit: ``evals_result_``, ``plot_importance``, ``plot_metric``."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+import lightgbm as lgb  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from gbfs import GBFSClassifier, plot_importance, plot_metric  # noqa: E402
+from gbfs.booster.callbacks import evals_result  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(400, 6)), columns=[f"c{i}" for i in range(6)])
+    y = (X.c0 + 0.5 * X.c1 > 0).astype(int).to_numpy()
+    est = GBFSClassifier(n_estimators=12, min_samples_leaf=5, random_state=0)
+    est.fit(X[:250], y[:250], eval_set=[(X[250:320], y[250:320]), (X[320:], y[320:])])
+    return est, X, y
+
+
+def test_evals_result_regroups_history_as_lightgbm_does(fitted):
+    est, X, y = fitted
+    res = est.evals_result_
+    assert set(res) == {"training", "valid_0", "valid_1"}
+    assert res["valid_0"]["auc"] == [r["val_auc"] for r in est.history_]
+    assert res["valid_1"]["loss"] == [r["val1_loss"] for r in est.history_]
+    assert res["training"]["loss"] == [r["train_loss"] for r in est.history_]
+    assert len(res["valid_0"]["loss"]) == len(est.history_)
+    # LightGBM's own layout: data set -> metric -> one value per round
+    booster = lgb.LGBMClassifier(n_estimators=3, verbose=-1).fit(
+        X[:250], y[:250], eval_set=[(X[250:], y[250:])], eval_metric="auc")
+    assert set(booster.evals_result_) == {"valid_0"} and len(booster.evals_result_["valid_0"]["auc"]) == 3
+    assert evals_result([{"iteration": 0, "root_variance": 1.0, "elapsed_seconds": 0.1}]) == {}
+
+
+def test_plot_importance_orders_the_used_features(fitted):
+    est, _, _ = fitted
+    ax = plot_importance(est, max_num_features=2)
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    gain = est.feature_importance("gain")
+    top = [f"c{i}" for i in np.argsort(-gain)[:2]]
+    assert labels[::-1] == top                      # largest on top
+    widths = sorted((p.get_width() for p in ax.patches), reverse=True)
+    np.testing.assert_allclose(widths, np.sort(gain)[::-1][:2])
+    with pytest.raises(ValueError, match="max_num_features"):
+        plot_importance(est, max_num_features=0)
+
+
+def test_plot_metric_draws_one_curve_per_data_set(fitted):
+    est, _, _ = fitted
+    ax = plot_metric(est, "auc")
+    assert sorted(line.get_label() for line in ax.get_lines()) == ["valid_0", "valid_1"]
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), est.evals_result_["valid_0"]["auc"])
+    assert plot_metric(est).get_ylabel() == "loss"
+    with pytest.raises(ValueError, match="metric 'ndcg' was not recorded"):
+        plot_metric(est, "ndcg")
