@@ -49,6 +49,13 @@ PATIENCE = 5  # refit family: selection ends after this many trees without a new
 L1 = {"l1_ratio": 1.0} if parse_version(sklearn.__version__) >= parse_version("1.8") else {"penalty": "l1"}
 
 
+def l1_logistic(C: float, seed: int):
+    """L1-penalised logistic regression at strength ``C`` on standardised columns; liblinear shuffles
+    the rows of its coordinate descent, so the seed makes the fit (and its features) repeatable."""
+    return make_pipeline(StandardScaler(), LogisticRegression(C=float(C), solver="liblinear", max_iter=1000,
+                                                              random_state=seed, **L1))
+
+
 @dataclass(frozen=True)
 class Booster(TreeSettings):
     """Tree settings shared by every boosted fit (ours and LightGBM's are matched), with early
@@ -284,7 +291,7 @@ def run_l1(split: Split) -> list[dict]:
     """L1-penalised logistic regression on standardised features; features = non-zero coefficients."""
     rows = []
     for C in split.grids.l1_C:
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=C, solver="liblinear", **L1))
+        model = l1_logistic(C, split.seed)
         t0 = time.perf_counter()
         with warnings.catch_warnings():  # a small C may stop liblinear early; the fit is still usable
             warnings.simplefilter("ignore")

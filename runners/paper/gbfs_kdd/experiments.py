@@ -33,6 +33,7 @@ from sklearn.preprocessing import StandardScaler
 
 from gbfs.data.synthetic.generators import make_gbfs_figure1
 from runners.bench.selection import data as bench_data
+from runners.bench.selection.families import l1_logistic
 from runners.paper.gbfs_kdd import selectors as S
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ def _loss(model, v: S.Split) -> float:
 def l1_chosen(s: S.Split, Cs) -> dict:
     """L1-LR with ``C`` chosen by the validation split's log-loss, refitted on the training rows."""
     v = S.validation(s)
-    C = min(Cs, key=lambda c: (_loss(S.l1_model(c).fit(v.X_train, v.y_train), v), c))
+    C = min(Cs, key=lambda c: (_loss(l1_logistic(c, s.seed).fit(v.X_train, v.y_train), v), c))
     return S.l1_points(s, [C])[0]
 
 
@@ -136,7 +137,7 @@ def _l1_cv(s: S.Split, Cs) -> dict:
     losses = np.zeros(len(Cs))
     for fit, val in folds:
         sub = S.Split(s.X_train[fit], s.y_train[fit], s.X_train[val], s.y_train[val], s.seed)
-        losses += [_loss(S.l1_model(C).fit(sub.X_train, sub.y_train), sub) for C in Cs]
+        losses += [_loss(l1_logistic(C, s.seed).fit(sub.X_train, sub.y_train), sub) for C in Cs]
     return S.l1_points(s, [Cs[int(np.argmin(losses))]])[0]
 
 

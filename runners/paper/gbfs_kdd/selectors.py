@@ -31,14 +31,13 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.feature_selection import mutual_info_classif
-from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, ShuffleSplit, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.svm import SVC
 
 from gbfs import GBFSClassifier
-from runners.bench.selection.families import L1
+from runners.bench.selection.families import l1_logistic
 
 
 @dataclass(frozen=True)
@@ -78,17 +77,11 @@ def point(method: str, param: float, features: Sequence[int], err: float) -> dic
             "features": " ".join(map(str, feats))}
 
 
-def l1_model(C: float):
-    """L1-penalised logistic regression at strength ``C`` on standardised columns."""
-    return make_pipeline(StandardScaler(), LogisticRegression(C=float(C), solver="liblinear",
-                                                              max_iter=1000, **L1))
-
-
 def l1_points(s: Split, Cs: Sequence[float]) -> list[dict]:
     """L1-LR at each ``C``: its non-zero weights and its own test error (no refit, as in the paper)."""
     out = []
     for C in Cs:
-        model = l1_model(C).fit(s.X_train, s.y_train)
+        model = l1_logistic(C, s.seed).fit(s.X_train, s.y_train)
         coef = np.abs(model[-1].coef_).sum(axis=0)
         feats = np.flatnonzero(coef)[np.argsort(-coef[coef > 0], kind="stable")]
         err = float(np.mean(model.predict(s.X_test) != s.y_test))
