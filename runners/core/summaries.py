@@ -75,6 +75,33 @@ def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
+def aggregate_seeds(rows: list[dict], columns: Sequence[str]) -> tuple[list[dict], list[str]]:
+    """The rows of a sweep with one row per configuration over its seeds: every numeric column of
+    :func:`format_table` as ``mean ± sd`` (sample sd; the value alone for one seed) and ``seeds``, the
+    number of rows pooled.  A configuration is every shown key but ``seed``; the order is the rows'."""
+    keys = ["method", "dataset", "budget", *(c for c in columns if c != "seed")]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(str(r.get(k)) for k in keys), []).append(r)
+    metrics = [(key, fmt) for _, key, fmt in (*TABLE_METRICS, *RANKING_METRICS)]
+    out = []
+    for group in groups.values():
+        row = {k: group[0].get(k) for k in keys}
+        row["seeds"] = len(group)
+        for key, fmt in metrics:
+            values = [float(r[key]) for r in group if r.get(key) not in (None, "", "None")]
+            if not values:
+                continue
+            mean = sum(values) / len(values)
+            if len(values) < 2:
+                row[key] = format(mean, fmt)
+                continue
+            sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+            row[key] = f"{format(mean, fmt)} ± {format(sd, fmt)}"
+        out.append(row)
+    return out, [*(c for c in columns if c != "seed"), "seeds"]
+
+
 def ui_hint(uri: str, exp_id: str | None = None) -> str:
     """How to look at the runs: the server itself for a remote store, else ``mlflow ui`` on the file;
     with ``exp_id``, the link to that experiment's runs table in the runners' view (its columns,

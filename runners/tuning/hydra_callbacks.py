@@ -150,11 +150,13 @@ class PrintComparison(Callback):
     One row per fitted model: a tuning study's refit, a selection path's budgets.  Besides method,
     dataset (a data file by its name, :func:`dataset_of`) and budget, the table shows every swept
     parameter (and the sampler and seed) whose value differs between its rows, so a sweep over e.g.
-    samplers does not print identical-looking rows.
+    samplers does not print identical-looking rows.  A sweep over seeds prints one row per
+    configuration instead, mean ± sd over its seeds
+    (:func:`runners.core.summaries.aggregate_seeds`); ``+print_per_seed=true`` adds the runs' rows.
     """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from runners.core.summaries import format_table, ui_hint
+        from runners.core.summaries import aggregate_seeds, format_table, ui_hint
 
         client = MlflowClient(tracking_uri=config.tracking.uri)
         exp = client.get_experiment_by_name(config.tracking.experiment)
@@ -171,5 +173,14 @@ class PrintComparison(Callback):
                                                              else f" ({r.info.status})"),
                  "dataset": dataset_of(r), "budget": r.data.tags.get("budget")}
                 for r in runs]
-        print("\n" + format_table(rows, columns))
+        pooled, pooled_columns = aggregate_seeds(rows, columns)
+        if "seed" in columns and len(pooled) < len(rows):
+            # the seeds of one configuration pooled: the spread over seeds is as large as many method
+            # differences; ``+print_per_seed=true`` prints every run's row as well
+            print("\n" + format_table(pooled, pooled_columns) + "\n\n(mean ± sd over the seeds of each "
+                  "configuration; +print_per_seed=true adds one row per run)")
+            if config.get("print_per_seed"):
+                print("\n" + format_table(rows, columns))
+        else:
+            print("\n" + format_table(rows, columns))
         print(ui_hint(config.tracking.uri, exp.experiment_id))

@@ -98,6 +98,21 @@ def test_format_table_shows_budget_and_given_columns():
     assert summaries.format_table([]).count("\n") == 1     # the header only
 
 
+def test_a_sweep_over_seeds_is_pooled_per_configuration():
+    rows = [{"method": "agbm", "dataset": "d", "budget": None, "seed": s, "sampler": "none",
+             "test_auc": auc, "n_selected_features": n, "fit_seconds": 1.0}
+            for s, auc, n in ((0, 0.90, 4), (1, 0.92, 6), (2, 0.94, 5))]
+    rows.append({"method": "gbdt_full", "dataset": "d", "budget": None, "seed": 0, "sampler": "none",
+                 "test_auc": 0.88, "n_selected_features": 30.0})
+    pooled, columns = summaries.aggregate_seeds(rows, ["seed", "sampler"])
+    assert columns == ["sampler", "seeds"] and len(pooled) == 2
+    lines = summaries.format_table(pooled, columns).splitlines()
+    assert lines[0] == ("| method | dataset | budget | sampler | seeds | test AUC | test RMSE | "
+                        "selected features | fit s |")
+    assert lines[2] == "| agbm | d | - | none | 3 | 0.9200 ± 0.0200 | - | 5 ± 1 | 1.0 ± 0.0 |"
+    assert lines[3] == "| gbdt_full | d | - | none | 1 | 0.8800 | - | 30 | - |"
+
+
 def test_an_interrupt_in_a_budget_run_ends_it_and_the_path_killed(tmp_path, monkeypatch):
     """SIGTERM (runners.tracking.runs.Terminated) while a budget's nested run logs: neither that run nor
     the path's run is left RUNNING, and both say KILLED, not FAILED."""
@@ -120,3 +135,27 @@ def test_a_cross_validated_path_logs_each_answers_fold_mean_and_error(tmp_path):
     for r in budgets:
         m = r.data.metrics
         assert 0.5 < m["cv_mean"] <= 1.0 and m["cv_se"] >= 0.0
+
+
+def test_the_sweep_table_pools_seeds_and_keeps_runs_one_flag_away(tmp_path, capsys):
+    for seed in (0, 1):
+        run_module.run(compose_cfg(tmp_path, [*TINY, "method=agbm", f"seed={seed}", "print_summary=false"]))
+    cfg = compose_cfg(tmp_path, [*TINY], hydra_cfg=True)
+    client, runs = _runs(tmp_path)
+    for r in runs:
+        client.set_tag(r.info.run_id, "sweep_dir", str(cfg.hydra.sweep.dir))
+    with open_dict(cfg):
+        cfg.hydra.overrides.task = ["method=agbm", "seed=0,1"]
+    PrintComparison().on_multirun_end(cfg)
+    out = capsys.readouterr().out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    aucs = [r.data.metrics["test_auc"] for r in runs]
+    mean, sd = sum(aucs) / 2, abs(aucs[0] - aucs[1]) / 2 ** 0.5
+    assert table[0].startswith("| method | dataset | budget | seeds | test AUC |") and len(table) == 3
+    assert table[2].startswith(f"| agbm | gisette_like | - | 2 | {mean:.4f} ± {sd:.4f} |")
+    assert "+print_per_seed=true" in out
+    with open_dict(cfg):
+        cfg.print_per_seed = True
+    PrintComparison().on_multirun_end(cfg)
+    per_run = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| agbm")]
+    assert len(per_run) == 3      # the pooled row, then one per run
