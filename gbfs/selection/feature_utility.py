@@ -38,6 +38,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
+from tqdm.auto import tqdm
 
 from .. import validation as V
 from ..booster.kernels import portable as P
@@ -163,7 +164,7 @@ def _statistic(x_new: np.ndarray, signal: np.ndarray, regressor) -> float:
 
 def feature_utility(model: GBFSClassifier | GBFSRegressor, X, y, X_new, *, n_bootstrap: int = 100,
                     random_state: int | np.random.Generator | None = None, regressor=None,
-                    joint: bool = False, feature_names=None) -> FeatureUtility:
+                    joint: bool = False, feature_names=None, verbose: bool = False) -> FeatureUtility:
     """Test whether each candidate feature could lower the loss of a fitted model (Algorithm 1).
 
     For each candidate ``X'`` (a column of ``X_new``): ``v = K(X', Lambda_hat)`` (Eq. 7) with
@@ -207,6 +208,8 @@ def feature_utility(model: GBFSClassifier | GBFSRegressor, X, y, X_new, *, n_boo
         whole.
     feature_names : sequence of str, optional
         Names of the candidates (default: a DataFrame's columns or a Series' name, else ``x0``...).
+    verbose : bool, default False
+        A progress bar (tqdm, stderr) over the candidates, each ``n_bootstrap + 1`` regressor fits.
 
     Returns
     -------
@@ -219,10 +222,11 @@ def feature_utility(model: GBFSClassifier | GBFSRegressor, X, y, X_new, *, n_boo
     TypeError, ValueError, sklearn.exceptions.NotFittedError
         Naming the argument, before any regressor is fitted: a foreign (TypeError) or unfitted
         (NotFittedError) ``model``, ``X``/``y``/``X_new`` of the wrong shape, type or values, a
-        bad ``n_bootstrap``, ``random_state``, ``regressor``, ``joint`` or ``feature_names``, or
-        a constant gradient.
+        bad ``n_bootstrap``, ``random_state``, ``regressor``, ``joint``, ``feature_names`` or
+        ``verbose``, or a constant gradient.
     """
     _check_model(model)
+    V.check_bool("verbose", verbose)
     B = V.check_int("n_bootstrap", n_bootstrap, 1)
     seed_seq = _seed_sequence(random_state)
     if not isinstance(joint, (bool, np.bool_)):
@@ -239,7 +243,7 @@ def feature_utility(model: GBFSClassifier | GBFSRegressor, X, y, X_new, *, n_boo
 
     blocks = [(cand, "+".join(names))] if joint else [(cand[:, j], names[j]) for j in range(cand.shape[1])]
     stats, null = np.empty(len(blocks)), np.empty((len(blocks), B))
-    for j, (x_new, _) in enumerate(blocks):
+    for j, (x_new, _) in enumerate(tqdm(blocks, desc="utility test", unit="feature", disable=not verbose)):
         stats[j] = utility_statistic(x_new, signal, regressor)
         rng = np.random.default_rng(_child(seed_seq, 1, j))
         null[j] = bootstrap_null(x_new, signal, regressor, B, rng)

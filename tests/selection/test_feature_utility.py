@@ -116,6 +116,18 @@ def test_useful_feature_is_found_noise_and_copy_are_not(fitted):
         assert table.loc[name, "p_value"] > 0.05 and table.loc[name, "z"] < 2
 
 
+def test_verbose_shows_a_bar_over_the_candidates_and_changes_nothing(fitted, capsys):
+    model, X, y, C = fitted
+    quiet = feature_utility(model, X, y, C[:, :2], n_bootstrap=5, random_state=1)
+    assert capsys.readouterr().err == ""
+    loud = feature_utility(model, X, y, C[:, :2], n_bootstrap=5, random_state=1, verbose=True)
+    err = capsys.readouterr().err
+    assert "utility test" in err and "2/2" in err
+    np.testing.assert_array_equal(quiet.z, loud.z)
+    with pytest.raises(TypeError, match="verbose"):
+        feature_utility(model, X, y, C[:, :1], verbose="yes")
+
+
 def test_classifier_finds_the_useful_feature():
     X, y, C = _draw(2400, 2, strength=1.5, task="binary")
     model = GBFSClassifier(**MODEL).fit(X[:2000], y[:2000])
@@ -270,6 +282,7 @@ def test_runner_settings_fail_before_any_run(tmp_path):
     base = _utility_cfg(tmp_path, [])
     for key, value, message in (("utility.rows", "train", "utility.rows"),
                                 ("utility.alpha", 2, "utility.alpha"),
+                                ("utility.progress", "yes", "utility.progress must be true or false"),
                                 ("utility.n_bootstrap", 0, "utility.n_bootstrap"),
                                 ("utility.n_relevant", -1, "utility.n_relevant"),
                                 ("utility.features", [9999], "utility.features"),

@@ -46,6 +46,8 @@ def check_config(cfg: DictConfig) -> None:
             raise ValueError(f"utility.{key} must be an integer >= {low}, got {value!r}")
     if isinstance(u.alpha, bool) or not isinstance(u.alpha, (int, float)) or not 0 < u.alpha < 1:
         raise ValueError(f"utility.alpha must be a number in (0, 1), got {u.alpha!r}")
+    if not isinstance(u.get("progress", True), bool):
+        raise ValueError(f"utility.progress must be true or false, got {u.progress!r}")
 
 
 def held_back(u: DictConfig, ds: Dataset, seed: int) -> list[int]:
@@ -85,7 +87,8 @@ def evaluate_held_back(cfg: DictConfig, ds: Dataset, held: Sequence[int]) -> tup
     model.fit(ds.X_train[:, keep], ds.y_train, eval_set=(ds.X_val[:, keep], ds.y_val))
     X, y = ds.split(cfg.utility.rows)
     res = feature_utility(model, X[:, keep], y, X[:, held], n_bootstrap=int(cfg.utility.n_bootstrap),
-                          random_state=int(cfg.seed), feature_names=[ds.feature_names[j] for j in held])
+                          random_state=int(cfg.seed), feature_names=[ds.feature_names[j] for j in held],
+                          verbose=bool(cfg.utility.get("progress", True)))
     table = res.to_frame().drop(columns=["null_mean", "null_std"])
     table.insert(1, "index", list(held))
     table["significant"] = table.p_value <= cfg.utility.alpha
