@@ -76,6 +76,20 @@ class Reproduction:
     client: MlflowClient = field(init=False)
     parent_id: str = ""
     exp_id: str = ""
+    #: units of this invocation: how many in all, how many reached, how many ran and their seconds
+    total: int = 0
+    reached: int = 0
+    ran: int = 0
+    seconds: float = 0.0
+
+    def progress(self) -> str:
+        """``"unit k of N, ETA 12 min"``: the units left at the mean time of those run so far in this
+        invocation (reused ones cost nothing and do not count)."""
+        eta = ""
+        if self.ran:
+            left = (self.total - self.reached + 1) * self.seconds / self.ran
+            eta = f", ETA {left / 60:.0f} min" if left >= 60 else f", ETA {left:.0f} s"
+        return f"unit {self.reached} of {self.total}{eta}"
 
     def start(self) -> None:
         """Find this reproduction's parent run (by ``reproduce.name``) and reopen it, or create it."""
@@ -170,6 +184,7 @@ class Reproduction:
             *(OmegaConf.to_container(cfg[key], resolve=True) for key in ("method", "dataset", "sampler")),
         )
         role = "refit" if first else "evaluation"
+        self.reached += 1
         found = self.find(dataset, row.name, seed, role, config)
         if found is not None:
             return found
@@ -184,9 +199,11 @@ class Reproduction:
             cfg.tracking.tags = {**tracking.user_tags(cfg.tracking), **tags}
             if first:
                 cfg.tune.study_name = f"reproduce-{self.cfg.reproduce.name}-{row.name}-{dataset}-{config}"
+        t0 = time.perf_counter()
         if first:
             log.info(
-                "%s on %s: tuning (%d trials), then refit on seed %d",
+                "%s: %s on %s: tuning (%d trials), then refit on seed %d",
+                self.progress(),
                 row.label,
                 dataset,
                 cfg.tune.n_trials,
@@ -194,8 +211,10 @@ class Reproduction:
             )
             self.tune(cfg)
         else:
-            log.info("%s on %s: the tuned parameters on seed %d", row.label, dataset, seed)
+            log.info("%s: %s on %s: the tuned parameters on seed %d", self.progress(), row.label, dataset,
+                     seed)
             self.fit(cfg)
+        self.ran, self.seconds = self.ran + 1, self.seconds + time.perf_counter() - t0
         found = self.find(dataset, row.name, seed, role, config)
         if found is None:
             raise RuntimeError(f"{row.label} on {dataset}, seed {seed}: no FINISHED run was logged")
@@ -335,6 +354,8 @@ def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping
     dataset or part."""
     cfg, written = rep.cfg, {}
     out = Path(str(cfg.reproduce.out_dir))
+    rep.total = sum(len(rows[tasks[name]]) * len(seeds) for name in datasets_of(cfg)
+                    if missing_data(name, cfg.paths.data_dir) is None)
     for name, settings in datasets_of(cfg).items():
         reason = missing_data(name, cfg.paths.data_dir)
         if reason is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -292,7 +293,8 @@ def test_table4_reads_the_runs_back_next_to_the_papers_numbers(hand_runs, tmp_pa
 # ------------------------------------------------------------------- a whole (tiny) reproduction
 
 @pytest.mark.slow
-def test_tiny_ranking_reproduction_writes_table4_and_resumes(tmp_path):
+def test_tiny_ranking_reproduction_writes_table4_and_resumes(tmp_path, caplog):
+    caplog.set_level("INFO", logger="runners.paper.reproduce_run")
     base = [f"paths.root_dir={tmp_path}", f"paths.data_dir={tmp_path}/data", "reproduce.scale=tiny",
             "+reproduce.scales.tiny={seeds: [0, 1], n_trials: 1, mvs: null, datasets: "
             "{ranking_like: {scale: 0.015, kwargs: {n_features: 40, n_relevant: 4}}}}",   # s <= 40
@@ -301,6 +303,8 @@ def test_tiny_ranking_reproduction_writes_table4_and_resumes(tmp_path):
         cfg = compose("reproduce", overrides=base)
         again = lambda: rp.run(cfg, lambda ov: compose("reproduce", overrides=[*base, *ov]))  # noqa: E731
         written = again()
+        assert "unit 1 of 10: GBDT-Full on ranking_like: tuning" in caplog.text
+        assert re.search(r"unit 10 of 10, ETA \d+ s: GBDT-topK on ranking_like", caplog.text)
         folder = written["ranking_like"]
         assert {p.name for p in folder.iterdir()} == {"table4.md", "table4.csv", "table7.md"}
         client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")

@@ -344,3 +344,15 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
     assert not [r for r in runs if r.info.status == "RUNNING"]
     refits = [r for r in runs if r.data.tags.get("role") == "refit" and r.info.status == "FINISHED"]
     assert len({r.data.tags["repro_row"] for r in refits}) == len(refits) == 4
+
+
+def test_progress_counts_units_and_estimates_from_the_ones_that_ran():
+    from runners.paper.reproduce_run import Reproduction
+
+    rep = Reproduction(None, None, None, None)
+    rep.total, rep.reached = 10, 1
+    assert rep.progress() == "unit 1 of 10"                 # nothing ran yet: no estimate
+    rep.reached, rep.ran, rep.seconds = 4, 2, 30.0          # 2 units ran in 30 s; units 4..10 left
+    assert rep.progress() == "unit 4 of 10, ETA 2 min"      # 7 x 15 s = 105 s
+    rep.reached = 10
+    assert rep.progress() == "unit 10 of 10, ETA 15 s"
