@@ -78,8 +78,9 @@ class _EarlyStopping:
             self.best_iteration = env.iteration
         elif env.iteration - self.best_iteration >= self.stopping_rounds:
             raise EarlyStopException(self.best_iteration, self.best_score)
-        if env.iteration == env.end_iteration - 1 and self.best_iteration < env.iteration:
-            # the loop ends before the patience runs out: still keep the best iteration (as LightGBM)
+        if env.iteration == env.end_iteration - 1:
+            # the loop ends before the patience runs out: still keep the best iteration, and say
+            # which it was even when it is the last one (as LightGBM: best_iteration_ is always set)
             raise EarlyStopException(self.best_iteration, self.best_score)
 
 

@@ -60,3 +60,23 @@ def test_plot_metric_draws_one_curve_per_data_set(fitted):
     assert plot_metric(est).get_ylabel() == "loss"
     with pytest.raises(ValueError, match="metric 'ndcg' was not recorded"):
         plot_metric(est, "ndcg")
+
+
+def test_best_iteration_is_set_whenever_early_stopping_watched_the_fit(tmp_path):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(600, 4))
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    # few small steps: the validation loss still falls at the last tree, so the patience never runs out
+    est = GBFSClassifier(n_estimators=8, learning_rate=0.05, early_stopping_rounds=50, random_state=0)
+    est.fit(X[:400], y[:400], eval_set=(X[400:], y[400:]))
+    losses = est.evals_result_["valid_0"]["loss"]
+    assert np.argmin(losses) == len(losses) - 1 == 7
+    assert est.best_iteration_ == 7 and len(est.trees_) == 8       # as LightGBM's (1-based there: 8)
+    booster = lgb.LGBMClassifier(n_estimators=8, learning_rate=0.05, verbose=-1).fit(
+        X[:400], y[:400], eval_set=[(X[400:], y[400:])], callbacks=[lgb.early_stopping(50, verbose=False)])
+    assert booster.best_iteration_ == 8
+    est.save_model(tmp_path / "m.json")
+    from gbfs import load_model
+    assert load_model(tmp_path / "m.json").best_iteration_ == 7
+    # without early stopping there is no best iteration to report (LightGBM says 0 there)
+    assert GBFSClassifier(n_estimators=3).fit(X, y).best_iteration_ is None
