@@ -91,7 +91,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
             row = {"method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset)}
             print(format_table([{**row, **budget.budget_tags(cfg), **metrics}]))
         if "best_value" in metrics:
-            found = study_run.best_trial(load_study(cfg.tune, storage), cfg.tune)
+            found = study_run.best_trial(study, cfg.tune)
             params = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
                                for k, v in found.params.items())
             print(f"study {name}: best {cfg.tune.objective} {metrics['best_value']:.4f} (trial "

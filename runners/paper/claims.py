@@ -69,14 +69,20 @@ def paired(a: Mapping[int, float], b: Mapping[int, float], allowance: float = 0.
     if n < 2:
         return Verdict(NOISE, m, math.nan, 1)
     se = math.sqrt(sum((x - m) ** 2 for x in d) / (n - 1) / n)
-    shifted = m + allowance
+    return decide(m, se, n, allowance)
+
+
+def decide(diff: float, se: float, n: int, allowance: float = 0.0) -> Verdict:
+    """The rule on a difference and its standard error (however estimated): *holds* when
+    ``diff + allowance > Z se``, *does not hold* when below ``-Z se``, *within noise* otherwise."""
+    shifted = diff + allowance
     if shifted > Z * se:
         word = HOLDS
     elif shifted < -Z * se:
         word = FAILS
     else:
         word = NOISE
-    return Verdict(word, m, se, n)
+    return Verdict(word, diff, se, n)
 
 
 def tally(lines: list[str]) -> str:

@@ -61,18 +61,23 @@ def _shared_data(data_dir: str | None) -> Path:
     return Path(data_dir) if data_dir else default_data_dir()
 
 
+def finished_run(client: MlflowClient, exp_id: str, parent_id: str, role: str, config: str) -> str | None:
+    """The id of the latest FINISHED run of ``role`` made with settings digest ``config`` under the
+    reproduction's run ``parent_id``, or None."""
+    found = client.search_runs(
+        [exp_id], max_results=1, order_by=["attributes.start_time DESC"],
+        filter_string=f"tags.reproduction = '{parent_id}' and tags.role = '{role}' "
+        f"and tags.repro_config = '{config}' and attributes.status = 'FINISHED'")
+    return found[0].info.run_id if found else None
+
+
 def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, settings: dict,
              config: str, folder: Path) -> Path:
     """Part ``name`` with ``settings`` (digest ``config``): its FINISHED run under ``parent_id`` reused,
     or computed and logged now; then its files written into ``folder``."""
     part = PARTS[name]
-    found = client.search_runs(
-        [exp_id], max_results=1, order_by=["attributes.start_time DESC"],
-        filter_string=f"tags.reproduction = '{parent_id}' and tags.role = '{name}_paper' "
-        f"and tags.repro_config = '{config}' and attributes.status = 'FINISHED'")
-    if found:
-        run_id = found[0].info.run_id
-    else:
+    run_id = finished_run(client, exp_id, parent_id, f"{name}_paper", config)
+    if run_id is None:
         print(f"{name}: {part.title} ...", flush=True)
         t0 = time.perf_counter()
         frames, meta = part.compute(settings, _shared_data(settings.get("data_dir")))

@@ -252,16 +252,8 @@ def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
     the parent (``role=sampling``; reused when finished), its CSV and settings read back from that
     run, the tables written into ``folder`` next to the paper's numbers."""
     config = digest(settings, str(rep.cfg.reproduce.name))
-    found = rep.client.search_runs(
-        [rep.exp_id],
-        max_results=1,
-        order_by=["attributes.start_time DESC"],
-        filter_string=f"tags.reproduction = '{rep.parent_id}' and tags.role = 'sampling' "
-        f"and tags.repro_config = '{config}' and attributes.status = 'FINISHED'",
-    )
-    if found:
-        run_id = found[0].info.run_id
-    else:
+    run_id = reproduce_parts.finished_run(rep.client, rep.exp_id, rep.parent_id, "sampling", config)
+    if run_id is None:
         log.info("MVS paper: comparing the row samplers on %s", settings.get("dataset"))
         df, meta = reproduce_mvs.compute(settings)
         with tempfile.TemporaryDirectory() as tmp:

@@ -89,22 +89,27 @@ def gbfs_chosen(s: S.Split, mus, booster: dict, bags: np.ndarray | None = None,
     return S.point(method, mu, est.selected_features_, float(np.mean(est.predict(s.X_test) != s.y_test)))
 
 
+def _cv_choice(s: S.Split, candidates, fit, folds: int):
+    """The candidate whose models ``fit(candidate, fold_split)`` have the lowest log-loss summed over
+    stratified ``folds``-fold cross-validation of the training rows (ties: the first)."""
+    cv = StratifiedKFold(folds, shuffle=True, random_state=s.seed).split(s.X_train, s.y_train)
+    losses = np.zeros(len(candidates))
+    for tr, va in cv:
+        v = S.Split(s.X_train[tr], s.y_train[tr], s.X_train[va], s.y_train[va], s.seed)
+        losses += [_loss(fit(c, v), v) for c in candidates]
+    return candidates[int(np.argmin(losses))]
+
+
 def gbfs_cv_chosen(s: S.Split, mus, booster: dict, bags: np.ndarray | None = None,
                    method: str = "GBFS", folds: int = 3) -> dict:
     """GBFS with ``mu`` chosen by stratified ``folds``-fold cross-validated log-loss on the training
     rows (few rows: one validation split of a few dozen would decide by noise; L1-LR's ``C`` is
     chosen the same way), then fitted on them with :func:`selectors.gbfs_fit`."""
-    cv = list(StratifiedKFold(folds, shuffle=True, random_state=s.seed).split(s.X_train, s.y_train))
-    losses = []
-    for mu in mus:
-        total = 0.0
-        for fit, val in cv:
-            v = S.Split(s.X_train[fit], s.y_train[fit], s.X_train[val], s.y_train[val], s.seed)
-            est = S.gbfs_model(mu, booster, s.seed, bags).fit(v.X_train, v.y_train,
-                                                               eval_set=[(v.X_test, v.y_test)])
-            total += _loss(est, v)
-        losses.append(total)
-    mu = mus[int(np.argmin(losses))]
+    def fit(mu, v: S.Split):
+        model = S.gbfs_model(mu, booster, s.seed, bags)
+        return model.fit(v.X_train, v.y_train, eval_set=[(v.X_test, v.y_test)])
+
+    mu = _cv_choice(s, mus, fit, folds)
     est = S.gbfs_fit(s, mu, booster, bags)
     return S.point(method, mu, est.selected_features_, float(np.mean(est.predict(s.X_test) != s.y_test)))
 
@@ -133,12 +138,8 @@ def gene_bags(X: np.ndarray, n_genes: int, n_bags: int) -> tuple[np.ndarray, np.
 
 def _l1_cv(s: S.Split, Cs) -> dict:
     """L1-LR with ``C`` chosen by stratified 3-fold cross-validated log-loss (few rows), refitted."""
-    folds = StratifiedKFold(3, shuffle=True, random_state=s.seed).split(s.X_train, s.y_train)
-    losses = np.zeros(len(Cs))
-    for fit, val in folds:
-        sub = S.Split(s.X_train[fit], s.y_train[fit], s.X_train[val], s.y_train[val], s.seed)
-        losses += [_loss(l1_logistic(C, s.seed).fit(sub.X_train, sub.y_train), sub) for C in Cs]
-    return S.l1_points(s, [Cs[int(np.argmin(losses))]])[0]
+    C = _cv_choice(s, Cs, lambda c, v: l1_logistic(c, s.seed).fit(v.X_train, v.y_train), 3)
+    return S.l1_points(s, [C])[0]
 
 
 def figure2(cfg: Mapping, data_dir: Path) -> tuple[pd.DataFrame, np.ndarray]:

@@ -77,14 +77,7 @@ def rank_gap(test: np.ndarray, heuristic: np.ndarray, actual: np.ndarray,
     diff = gap(np.arange(n))
     rng = np.random.default_rng(seed)
     draws = np.array([gap(rng.integers(0, n, n)) for _ in range(N_DRAWS)])
-    se = float(np.nanstd(draws, ddof=1))
-    if diff > paper_claims.Z * se:
-        word = paper_claims.HOLDS
-    elif diff < -paper_claims.Z * se:
-        word = paper_claims.FAILS
-    else:
-        word = paper_claims.NOISE
-    return paper_claims.Verdict(word, float(diff), se, n)
+    return paper_claims.decide(float(diff), float(np.nanstd(draws, ddof=1)), n)
 
 
 def claims(feats: pd.DataFrame, heur: pd.DataFrame) -> list[str]:
