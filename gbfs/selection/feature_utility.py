@@ -179,7 +179,7 @@ def feature_utility(model: GBFSClassifier | GBFSRegressor, X, y, X_new, *, n_boo
     ----------
     model : GBFSClassifier or GBFSRegressor
         Fitted; it is only evaluated, never refitted.
-    X : array-like or DataFrame of shape (n_samples, n_features_in_)
+    X : array-like or DataFrame of shape (n_samples, n_features)
         Rows to evaluate the model on.  Use rows it was **not** trained on (a validation split,
         as the paper's cross-validation folds): on training rows the gradient is shrunk along
         every function of the used features, which makes the test conservative.  On fresh rows
@@ -257,7 +257,7 @@ def feature_utility(model: GBFSClassifier | GBFSRegressor, X, y, X_new, *, n_boo
 
 def bootstrap_null(x_new: np.ndarray, signal: np.ndarray, regressor, n_bootstrap: int,
                    rng: np.random.Generator) -> np.ndarray:
-    """The null statistics ``t_1 .. t_B`` of Algorithm 1: ``K`` of independent i.i.d. resamples of
+    """The null statistics ``t_1, ..., t_B`` of Algorithm 1: ``K`` of independent i.i.d. resamples of
     the feature (whole rows for a block) and of the gradient, the latter re-standardised."""
     n = signal.shape[0]
     x_new, regressor = np.asarray(x_new, dtype=np.float64), clone(regressor)
