@@ -109,7 +109,8 @@ def test_every_gallery_script_is_executed():
 
 def test_every_page_is_in_a_toctree():
     """Sphinx warns about a page no toctree reaches; this names it without a build."""
-    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in DOCS.rglob("*") if p.suffix in (".md", ".rst")
+    pages = {p.relative_to(DOCS).with_suffix("").as_posix() for p in DOCS.rglob("*")
+             if p.suffix in (".md", ".rst")
              and not p.relative_to(DOCS).parts[0].startswith(("_", "auto_examples", "generated"))
              and p.name != "sg_execution_times.rst"}
     listed = {"index"}
