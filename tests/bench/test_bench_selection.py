@@ -180,6 +180,14 @@ def test_lightgbm_elimination_and_the_path_with_elimination_fill_every_budget():
         assert [r["budget"] for r in sorted(rows, key=lambda r: r["budget"])] == list(BUDGETS)
         assert all(r["n_features"] <= r["budget"] and 0.5 < r["test_auc"] <= 1 for r in rows)
     assert sorted(r["n_features"] for r in FAMILIES["lgbm:rfe"].run(split)) == list(BUDGETS)
+    assert all(r["cpu_seconds"] > 0 for r in rows)  # the path's CPU time, which target (j) compares
+
+
+def test_lightgbm_top_k_records_the_cpu_time_of_its_ranking_fit():
+    X, y = tiny_madelon(None)
+    rows = FAMILIES["lgbm:topk-gain"].run(make_split("tiny", X, y, 0, BUDGETS, BOOSTER, GRIDS))
+    # the ranking fit is part of each fit: its CPU time is positive and at most the fit's
+    assert all(0 < r["ranking_cpu_seconds"] <= r["cpu_seconds"] for r in rows)
 
 
 def _naive_mrmr(X, y, k):
@@ -231,20 +239,24 @@ def test_peer_targets_compare_the_default_path_with_the_best_peer_of_each_cell()
     table = pd.DataFrame(cells).assign(n_test=500)
     rows = pd.DataFrame(
         [{"dataset": "big", "seed": 0, "family": DEFAULT_PATH, "group": "path", "budget": k,
-          "fit_seconds": 9.0, "regret": reg, "penalised_test_auc": pen, "ranking_seconds": np.nan}
+          "fit_seconds": 9.0, "cpu_seconds": 9.5, "regret": reg, "penalised_test_auc": pen,
+          "ranking_seconds": np.nan, "ranking_cpu_seconds": np.nan}
          for k, reg, pen in [(5, 0.004, 0.88), (10, 0.0, 0.93)]]
         + [{"dataset": "big", "seed": 0, "family": "lgbm:topk-gain", "group": "lgbm-topk", "budget": k,
-            "fit_seconds": 2.0, "regret": np.nan, "penalised_test_auc": np.nan, "ranking_seconds": 1.5}
-           for k in (5, 10)])
-    # LightGBM top K as users run it: one ranking (1.5 s) and two refits (0.5 s each)
-    assert lightgbm_topk_seconds(rows).tolist() == [2.5]
+            "fit_seconds": 2.0, "cpu_seconds": 3.0, "regret": np.nan, "penalised_test_auc": np.nan,
+            "ranking_seconds": 1.5, "ranking_cpu_seconds": 2.5} for k in (5, 10)])
+    # LightGBM top K as users run it: one ranking (1.5 s; 2.5 s of CPU) and two refits (0.5 s each)
+    assert lightgbm_topk_seconds(rows, "wall").tolist() == [2.5]
+    assert lightgbm_topk_seconds(rows).tolist() == [3.5]
     lines = peer_lines(rows, table)
     g, h, i, j = (next(x for x in lines if x.startswith(f"({t})")) for t in "ghij")
     assert g.startswith("(g)") and "mean -0.0025" in g and "worst -0.0100" in g and g.endswith("NOT MET")
     assert "big K=5: path 0.9000, best peer lgbm:rfe 0.9100" in lines[1]
     assert h.startswith("(h)") and "5: -0.0100, 10: +0.0050" in h and h.endswith("NOT MET")
     assert i.startswith("(i)") and "0.0020" in i and i.endswith(" MET")
-    assert j.startswith("(j)") and "3.60x" in j and j.endswith("NOT MET")
+    # the target is CPU time (9.5 / 3.5); the elapsed ratio (9 / 2.5) is printed beside it
+    assert j.startswith("(j) path CPU time") and "2.71x" in j and "elapsed 3.60x" in j
+    assert j.endswith("NOT MET")
 
 
 def test_summary_records_its_command_and_commit():

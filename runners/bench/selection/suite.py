@@ -75,8 +75,9 @@ QUICK = {"datasets": ("breast_cancer", "digits", "madelon"), "seeds": (0,), "bud
          "grids": Grids(mu=(1e-3, 0.01, 0.05, 0.2), mu_budget=(0.0,), mu_refit=(0.01,),
                         mu_cegb=(1e-3, 0.01, 0.1), l1_C=(0.01, 0.1, 1.0))}
 COLUMNS = ("dataset", "seed", "family", "group", "setting", "budget", "eligible_budgets", "n_features",
-           "val_auc", "test_auc", "fit_seconds", "n_trees", "mu", "mu_raw", "C", "source", "note", "n_rows",
-           "d", "n_test", "regret", "penalised_test_auc", "penalised_n_features", "ranking_seconds")
+           "val_auc", "test_auc", "fit_seconds", "cpu_seconds", "n_trees", "mu", "mu_raw", "C", "source",
+           "note", "n_rows", "d", "n_test", "regret", "penalised_test_auc", "penalised_n_features",
+           "ranking_seconds", "ranking_cpu_seconds")
 
 
 def make_split(name: str, X: np.ndarray, y: np.ndarray, seed: int, budgets: Sequence[int], booster: Booster,
