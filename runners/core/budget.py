@@ -18,6 +18,7 @@ import mlflow
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from runners.tracking import mlflow_native
 from runners.tracking import runs as tracking
 
 HARD = "hard"
@@ -104,11 +105,14 @@ def resolve_topk_k(cfg: DictConfig) -> int:
     count for it (gbfs, agbm, gtgbm) on the same data (dataset, scale, validation share, generator
     arguments) in the same MLflow experiment, as the GT-GBM paper does (Section 5.1)."""
     exp = mlflow.get_experiment_by_name(cfg.tracking.experiment)
-    query = (f"tags.dataset = '{cfg.dataset.name}' and tags.counts_for_topk = 'true' and "
-             f"attributes.status = 'FINISHED'")
+    query = "tags.counts_for_topk = 'true' and attributes.status = 'FINISHED'"
     runs = MlflowClient().search_runs([exp.experiment_id], filter_string=query, max_results=5000)
+    # a data file's runs are tagged with the file's name (older stores: with "file"); the name is
+    # compared here rather than in the filter string, which a quote in a file name would break
+    names = {str(cfg.dataset.name), mlflow_native.dataset_label(cfg.dataset)}
     counts = [r.data.metrics["n_selected_features"] for r in runs
-              if "n_selected_features" in r.data.metrics and same_data(r.data.params, cfg)]
+              if "n_selected_features" in r.data.metrics and r.data.tags.get("dataset") in names
+              and same_data(r.data.params, cfg)]
     if not counts:
         raise ValueError(f"gbdt_topk: method.params.k is null and there is no FINISHED gbfs/agbm/gtgbm "
                          f"run on dataset {cfg.dataset.name!r} (scale {cfg.dataset.scale}) in MLflow "

@@ -20,12 +20,14 @@ from runners.tracking import runs as tracking
 
 
 def run_tags(cfg: DictConfig) -> dict[str, str]:
-    """The tags of every run of ``cfg``: ``tracking.tags``, method, dataset, seed, sampler, git
+    """The tags of every run of ``cfg``: ``tracking.tags``, method, dataset (a data file's name for
+    ``dataset=file``, :func:`runners.tracking.mlflow_native.dataset_label`), seed, sampler, git
     commit, whether it counts for GBDT-topK's K, its budget, ``worker`` (this process,
     :func:`runners.tracking.runs.worker_id`) and, in a multirun, ``sweep_dir`` and ``sweep_overrides``
     (the job's overrides, a JSON list)."""
     tags = {**tracking.user_tags(cfg.tracking),
-            "method": cfg.method.name, "dataset": cfg.dataset.name, "seed": str(cfg.seed),
+            "method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset),
+            "seed": str(cfg.seed),
             "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
             "git_commit": tracking.git_commit(), "worker": tracking.worker_id(),
             "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower(), **budget.budget_tags(cfg)}

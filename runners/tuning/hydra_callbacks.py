@@ -131,8 +131,9 @@ def run_value(run, key: str) -> str | None:
 
 
 def dataset_of(run) -> str:
-    """A run's dataset in the table: its tag ``dataset``, or for ``dataset=file`` the name of the
-    file (param ``dataset.path``), as :func:`runners.tracking.mlflow_native.dataset_label` names it."""
+    """A run's dataset in the table: its tag ``dataset`` (for ``dataset=file`` the file's name, as
+    :func:`runners.tracking.mlflow_native.dataset_label` names it; runs of older stores, tagged
+    ``file``, by their param ``dataset.path``)."""
     name, path = run.data.tags.get("dataset", "?"), run.data.params.get("dataset.path")
     if name == mlflow_native.files.NAME and path not in (None, "", "None", "???"):
         return Path(path).name

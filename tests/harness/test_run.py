@@ -381,6 +381,7 @@ def test_gbdt_topk_finds_its_k_on_data_without_generator_arguments_and_per_file(
     run_module.run(compose_cfg(tmp_path, [*file_a, "method=gbfs", *small, "method.params.mu=0"]))
     _, runs = _runs(tmp_path)
     k_a = int(runs[-1].data.metrics["n_selected_features"])
+    assert runs[-1].data.tags["dataset"] == "a.csv"  # the file's name, not "file", in the UI's columns
     assert budget.resolve_topk_k(compose_cfg(tmp_path, [*file_a, "method=gbdt_topk"])) == k_a
     file_b = ["dataset=file", f"dataset.path={tmp_path / 'b.csv'}", "dataset.target=label", root]
     with pytest.raises(ValueError, match="no FINISHED gbfs/agbm/gtgbm run"):
