@@ -101,11 +101,44 @@ class GBFSPyfunc:
         return np.asarray(self.model.predict(*args), dtype=np.float64)
 
 
+class ShortExtraInputs(logging.Filter):
+    """MLflow's warning about the columns of a frame that a model's signature does not name lists
+    every one of them: ~45 KB for a frame of every feature of a 5000-column data set, most of whose
+    columns a selecting model never reads.  The record keeps its level and logger; its message says
+    how many columns were ignored and names the first :attr:`SHOWN`."""
+
+    SHOWN = 5
+    PREFIX = "Found extra inputs in the model input"
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if message.startswith(self.PREFIX) and "`[" in message:
+            names = message[message.index("`[") + 2:message.rindex("]`")]
+            names = [n.strip() for n in names.split(",") if n.strip()]
+            if len(names) > self.SHOWN:
+                shown = ", ".join(names[:self.SHOWN])
+                record.msg, record.args = (f"{len(names)} input columns are not in the model's signature "
+                                           f"and are ignored ({shown}, ...)"), ()
+        return True
+
+
+#: where MLflow logs that warning (:func:`mlflow.models.utils._enforce_schema`'s module)
+_SCHEMA_LOGGER = "mlflow.models.utils"
+
+
+def shorten_extra_input_warnings() -> None:
+    """Install :class:`ShortExtraInputs` on MLflow's schema logger, once per process."""
+    log = logging.getLogger(_SCHEMA_LOGGER)
+    if not any(isinstance(f, ShortExtraInputs) for f in log.filters):
+        log.addFilter(ShortExtraInputs())
+
+
 def _load_pyfunc(data_path: str) -> GBFSPyfunc:
     """MLflow's entry point (``loader_module``): the pyfunc model of the folder ``data_path``,
     which holds ``model.json`` and the columns side-car."""
     import gbfs
 
+    shorten_extra_input_warnings()
     folder = Path(data_path)
     columns = json.loads((folder / _COLUMNS).read_text())
     return GBFSPyfunc(gbfs.load_model(folder / "model.json"), columns["columns"], columns.get("task"))

@@ -7,6 +7,7 @@ loading it without the harness and the UI's screenshot: tests/harness/test_mlflo
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -62,13 +63,18 @@ def _model_file(client: MlflowClient, run_id: str, dst: Path) -> Path:
     return Path(client.download_artifacts(run_id, "model.json", str(dst)))
 
 
-def test_the_pyfunc_model_predicts_exactly_as_the_model_file(tracking_at, tmp_path):
+def test_the_pyfunc_model_predicts_exactly_as_the_model_file(tracking_at, tmp_path, caplog):
     store = tracking_at
     r = store["runs"]["agbm"]
     ds = experiment.load_data(store["cfg"])
     expected = gbfs.load_model(_model_file(store["client"], r.info.run_id, tmp_path)).predict_proba(ds.X_test)
     model = mlflow.pyfunc.load_model(f"runs:/{r.info.run_id}/model")
-    got = model.predict(_frame(ds.X_test, ds.feature_names))       # float32 columns: converted to double
+    with caplog.at_level(logging.WARNING, logger="mlflow"):
+        got = model.predict(_frame(ds.X_test, ds.feature_names))   # float32 columns: converted to double
+    # MLflow's warning about the ignored columns says how many, not each of them (kilobytes)
+    (ignored,) = [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()]
+    assert ignored.startswith(f"{ds.X_test.shape[1] - len(model.metadata.get_input_schema().input_names())} "
+                              "input columns are not in the model's signature") and len(ignored) < 300
     assert got.dtype == np.float64 and got.shape == (len(ds.X_test),)
     assert np.array_equal(got, expected[:, 1])                      # bitwise: the positive class
     # it asks for the features the model selected, in column order: they alone give the same
