@@ -32,6 +32,7 @@ from runners.core.ranking_eval import NDCG, PRECISION
 from runners.paper import tables as paper_tables
 from runners.paper.claims import paired
 from runners.paper.tables import cite_runs, fmt_num, is_given, mean_sd, sample_sd
+from runners.tracking import runs as tracking
 
 #: the metrics of a row's final runs read back for the table
 METRICS = ("n_selected_features", f"test_{NDCG}", "test_mrr", f"test_{PRECISION}", f"val_{NDCG}",
@@ -154,7 +155,8 @@ def write_dataset(d: paper_tables.DatasetRuns) -> Path:
     head = (f"{d.dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows "
             f"({queries[0]} / {queries[1]} / {queries[2]} queries) x {ds.X_train.shape[1]} features; "
             f"seeds {list(d.seeds)}; test MRR and NDCG@10 over the test queries "
-            f"(gbfs.booster.losses.ranking). Parent MLflow run `{d.parent_id}`.")
+            f"(gbfs.booster.losses.ranking). Parent MLflow run `{d.parent_id}`. "
+            f"{tracking.made_by('runners.reproduce')}")
     note = ("The paper's columns are its Table 4 on R1 and R2, proprietary e-commerce search logs we do "
             "not have, with every model held to 20 features (its Section 5.2): the data differ, so only "
             "the order of the methods compares, not the values. The paper's RMSE (R1: 0.159 / 0.158 / "

@@ -33,6 +33,7 @@ from gbfs import load_model
 from runners.core import experiment
 from runners.paper import claims as paper_claims
 from runners.tracking import figures
+from runners.tracking import runs as tracking
 
 REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
 #: the metrics of a row's final runs read back for the tables
@@ -325,7 +326,8 @@ def write_dataset(d: DatasetRuns) -> Path:
     head = (
         f"{d.dataset}: {len(ds.y_train)} train / {len(ds.y_val)} validation / {len(ds.y_test)} test rows x "
         f"{ds.X_train.shape[1]} features; seeds {list(d.seeds)}; the paper's numbers are for "
-        f"{paper_dataset(d.dataset)}. Parent MLflow run `{d.parent_id}`."
+        f"{paper_dataset(d.dataset)}. Parent MLflow run `{d.parent_id}`. "
+        f"{tracking.made_by('runners.reproduce')}"
     )
     (d.folder / "table3.md").write_text(
         f"# Table 3: {d.dataset}\n\n{head}\n\n{table3_markdown(t3, d.dataset, n)}\n"

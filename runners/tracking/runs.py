@@ -295,6 +295,16 @@ def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def made_by(module: str) -> str:
+    """The provenance sentence of a committed result this process writes: ``Made by `python -m
+    <module> <its arguments>` at commit `<sha>` on <date>.``"""
+    import datetime
+    import shlex
+
+    command = " ".join(["python", "-m", module, *(shlex.quote(a) for a in sys.argv[1:])])
+    return f"Made by `{command}` at commit `{git_commit()}` on {datetime.date.today().isoformat()}."
+
+
 def git_commit() -> str:
     """The commit of the checkout the harness runs from ("unknown" outside a git checkout)."""
     try:

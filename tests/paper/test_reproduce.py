@@ -20,6 +20,7 @@ from runners import reproduce as rp
 from runners.paper import claims as paper_claims
 from runners.paper import tables as paper_tables
 from runners.paper.reproduce_plan import Row, topk_k
+from runners.tracking import runs as tracking
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
@@ -257,6 +258,11 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
     _, again = _all_runs(tmp_path)
     assert {r.info.run_id for r in again} == {r.info.run_id for r in runs}
     assert (folder / "table3.md").read_text().count("|") > 20
+    # every file says what made it: the command, the commit and the date
+    commit = tracking.git_commit()
+    for name in ("table3.md", "table5.md", "table6.md", "README.md"):
+        assert "Made by `python -m runners.reproduce " in (folder / name).read_text()
+        assert f"at commit `{commit}` on " in (folder / name).read_text()
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} == {"gisette_like"}
 
 
@@ -295,6 +301,9 @@ def test_every_row_figure3_and_the_mvs_tables(tmp_path):
     assert {"table2.md", "table3.md", "table4.md", "README.md", "sampling.csv"} <= {
         p.name for p in written["mvs"].iterdir()
     }
+    for name in ("table2.md", "table3.md", "table4.md", "README.md"):  # under the title: what made it
+        lines = (written["mvs"] / name).read_text().splitlines()
+        assert lines[0].startswith("# ") and lines[2].startswith("Made by `python -m runners.reproduce ")
     client, runs = _all_runs(tmp_path)
     (sampling,) = [r for r in runs if r.data.tags.get("role") == "sampling"]
     parent = next(r for r in runs if r.data.tags.get("role") == "reproduction")

@@ -33,6 +33,7 @@ import pandas as pd
 from runners.paper.mvs import report as sampling_report
 from runners.paper.mvs.comparison import Booster, describe, load, run
 from runners.paper.mvs.report import BASELINE, LABELS, LIGHTGBM, OURS, library, mvs_verdict
+from runners.tracking import runs as tracking
 
 REFERENCE_DIR = Path(__file__).resolve().parents[3] / "results" / "reference"
 #: the paper's row each strategy is set against (the paper's SGB and GOSS ran in LightGBM)
@@ -266,7 +267,9 @@ def write(df: pd.DataFrame, meta: dict, out_dir: Path) -> list[Path]:
     Markdown files of :func:`tables` into ``out_dir``; return every path."""
     out_dir = Path(out_dir)
     paths = sampling_report.write(df, out_dir, meta)
+    made_by = tracking.made_by("runners.reproduce")
     for name, text in tables(df, meta).items():
-        (out_dir / name).write_text(text)
+        title, _, rest = text.partition("\n\n")  # the provenance line under each file's title
+        (out_dir / name).write_text(f"{title}\n\n{made_by}\n\n{rest}")
         paths.append(out_dir / name)
     return paths
