@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -99,6 +100,12 @@ def scale_of(cfg: DictConfig) -> DictConfig:
         raise ValueError(
             f"reproduce.scales.{scale}.n_trials must be a positive integer, got {s.get('n_trials')}"
         )
+    startup = s.get("n_startup_trials")
+    if startup is not None and (not isinstance(startup, int) or isinstance(startup, bool) or startup < 1):
+        raise ValueError(
+            f"reproduce.scales.{scale}.n_startup_trials must be a positive integer (fewer than n_trials: "
+            f"TPE then chooses the rest) or absent (tune.n_startup_trials), got {startup!r}"
+        )
     known = {n for names in list_datasets().values() for n in names}
     unknown = sorted(set(s.datasets) - known)
     if unknown:
@@ -111,6 +118,13 @@ def scale_of(cfg: DictConfig) -> DictConfig:
         )
     papers_of(cfg)
     return s
+
+
+def sampler_seed(seed: int, dataset: str, row: str) -> int:
+    """TPE's seed of the study of ``row`` on ``dataset`` (tuned on seed ``seed``): a stable digest of
+    the three (CRC-32, below 2**31 so that a rerun's ``+ invocation - 1`` stays a numpy seed), so that
+    the studies of the rows and data sets draw different start-up points."""
+    return zlib.crc32(f"{seed}/{dataset}/{row}".encode()) % 2**31
 
 
 def papers_of(cfg: DictConfig) -> list[str]:

@@ -45,6 +45,7 @@ from runners.paper.reproduce_plan import (
     papers_of,
     rows_by_task,
     runs_mvs,
+    sampler_seed,
     scale_of,
     topk_k,
 )
@@ -163,7 +164,11 @@ class Reproduction:
         if k is not None:
             overrides.append(f"{row.k_param}={k}")
         if first:
-            overrides.append(f"tune.n_trials={int(scale_of(self.cfg).n_trials)}")
+            scale = scale_of(self.cfg)
+            overrides += [f"tune.n_trials={int(scale.n_trials)}",
+                          f"tune.sampler_seed={sampler_seed(seed, dataset, row.name)}"]
+            if scale.get("n_startup_trials") is not None:
+                overrides.append(f"tune.n_startup_trials={int(scale.n_startup_trials)}")
         else:
             overrides += [
                 "tune=off",
@@ -202,11 +207,14 @@ class Reproduction:
         t0 = time.perf_counter()
         if first:
             log.info(
-                "%s: %s on %s: tuning (%d trials), then refit on seed %d",
+                "%s: %s on %s: tuning (%d trials: %d random start-up, then TPE; sampler seed %d), "
+                "then refit on seed %d",
                 self.progress(),
                 row.label,
                 dataset,
                 cfg.tune.n_trials,
+                min(cfg.tune.n_startup_trials, cfg.tune.n_trials),
+                cfg.tune.sampler_seed,
                 seed,
             )
             self.tune(cfg)

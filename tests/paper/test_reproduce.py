@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from pathlib import Path
 
 import mlflow
@@ -19,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from runners import reproduce as rp
 from runners.paper import claims as paper_claims
 from runners.paper import tables as paper_tables
-from runners.paper.reproduce_plan import Row, topk_k
+from runners.paper.reproduce_plan import Row, sampler_seed, topk_k
 from runners.tracking import runs as tracking
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
@@ -74,6 +75,7 @@ def test_topk_k_is_the_largest_selector_count():
         (["reproduce.scale=huge"], "reproduce.scale must be one of"),
         (["reproduce.scales.quick.seeds=[0,0]"], "seeds must be distinct"),
         (["reproduce.scales.quick.n_trials=0"], "n_trials must be a positive"),
+        (["reproduce.scales.quick.n_startup_trials=0"], "n_startup_trials must be a positive"),
         (_scale("{nope: {}}"), r"unknown \['nope'\]"),
         (["reproduce.datasets=[gisette_like, nope]"], r"reproduce.datasets: \['nope'\] not in"),
         (["~reproduce.rows.gbfs", "~reproduce.rows.agbm", "~reproduce.rows.gtgbm"], "selector: true"),
@@ -83,6 +85,19 @@ def test_bad_settings_fail_before_any_run(tmp_path, overrides, match):
     with pytest.raises(ValueError, match=match):
         _run(tmp_path, overrides)
     assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_every_scale_tunes_and_seeds_each_study_apart():
+    # the committed scales leave TPE's random start-up: some trials of each study are chosen by TPE
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        cfg = compose(config_name="reproduce")
+    for name, scale in cfg.reproduce.scales.items():
+        assert 1 <= scale.n_startup_trials < scale.n_trials, name
+    # each (seed, dataset, row) its own sampler seed, the same on every run and machine
+    seeds = {sampler_seed(s, d, r) for s in (0, 1) for d in ("gisette_like", "epsilon_like")
+             for r in ("gbfs", "agbm", "gtgbm")}
+    assert len(seeds) == 12 and all(0 <= x < 2**31 for x in seeds)
+    assert sampler_seed(0, "gisette_like", "gbfs") == zlib.crc32(b"0/gisette_like/gbfs") % 2**31
 
 
 def test_real_data_not_on_disk_is_one_line_and_leaves_no_failed_run(tmp_path, capsys):
@@ -251,6 +266,10 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
         assert by[("gbdt_topk", seed)].data.tags["budget"] == str(int(k))
     parent = next(r for r in runs if r.data.tags.get("role") == "reproduction")
     assert all(r.data.tags.get("reproduction") == parent.info.run_id for r in runs if r is not parent)
+    # every study (the first seed's refit) was seeded by its dataset and row
+    for r in (r for r in finals if r.data.tags["role"] == "refit"):
+        wanted = sampler_seed(0, "gisette_like", r.data.tags["repro_row"])
+        assert r.data.params["tune.sampler_seed"] == str(wanted), r.data.tags["repro_row"]
     assert "gisette: skipped" in capsys.readouterr().out
     # the second invocation reuses every finished unit: no new run but the tables rewritten
     (folder / "table3.md").unlink()
