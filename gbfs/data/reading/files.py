@@ -113,8 +113,12 @@ class FileData:
 
 
 def file_format(path: str | os.PathLike, argument: str = "path") -> str:
-    """The format of ``path`` from its extension; ``ValueError`` listing the supported ones."""
+    """The format of ``path`` from its extension (a file without one, next to a ``<file>.query`` file of
+    group sizes, is LIBSVM ranking data, as LightGBM's ``rank.train`` example); ``ValueError`` listing
+    the supported ones."""
     ext = _extension(Path(path))
+    if ext is None and Path(f"{os.fspath(path)}.query").is_file():
+        return "libsvm"
     if ext is None:
         raise ValueError(f"{argument}={os.fspath(path)!r}: unknown file type; supported extensions: "
                          f"{', '.join(FORMATS)}")
