@@ -75,10 +75,7 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
     any MLflow run exists, so a typo leaves no FAILED run behind."""
     d = cfg.dataset
     scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
-    kind, data_task = estimator_kind(cfg.method), tasks.data_task(cfg)
-    if kind.task != data_task:
-        raise ValueError(ranking_eval.task_mismatch(cfg, kind.task, data_task) if ranking_eval.TASK in
-                         (kind.task, data_task) else tasks.task_mismatch(cfg, kind.task, data_task, TASKS))
+    kind = estimator_kind(cfg.method)
     if kind.multitask:
         multitask_eval.check_config(cfg)
     TASKS[kind.task].check(cfg)
@@ -92,6 +89,10 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
                          f"for validation; got {share!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    data_task = tasks.data_task(cfg)
+    if kind.task != data_task and data_task != "auto":   # auto: no file to read yet (its error below)
+        raise ValueError(ranking_eval.task_mismatch(cfg, kind.task, data_task) if ranking_eval.TASK in
+                         (kind.task, data_task) else tasks.task_mismatch(cfg, kind.task, data_task, TASKS))
     if d.name == files.NAME:       # the file and its columns too (its header only: cheap)
         if OmegaConf.is_missing(d, "path") or d.get("path") is None:
             raise ValueError("dataset.path must name your data file, e.g. dataset.path=my.csv "

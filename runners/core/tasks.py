@@ -163,7 +163,11 @@ def with_task(cfg: DictConfig, kind_tasks: Mapping[str, str], registry: Mapping[
     """``cfg`` with ``dataset.task`` the data's task (:func:`data_task`) and, when ``method.estimator``
     (whose task is ``kind_tasks[estimator]``) is of another task that ``registry[task].serves``, the
     method's estimator and class of that task; other mismatches are left to the checks' errors."""
-    task, estimator = data_task(cfg), cfg.method.get("estimator")
+    try:
+        task = data_task(cfg)
+    except (ValueError, FileNotFoundError):   # the checks raise it again, in their order
+        return cfg
+    estimator = cfg.method.get("estimator")
     cfg = cfg.copy()
     with open_dict(cfg):
         cfg.dataset.task = task
