@@ -260,8 +260,10 @@ def _file(val_fraction, seed, scale, root, kwargs) -> Dataset:
     query_path = kwargs.pop("query_path", None)
     test_query_path = kwargs.pop("test_query_path", None)
     task = kwargs.pop("task", "auto")
-    if task == "ranking" or (task == "auto" and files.file_task(kwargs["path"], kwargs.get("target"),
-                                                                kwargs.get("test_path"), query_path) == "ranking"):
+    if task == "auto":
+        task = "ranking" if files.file_task(kwargs["path"], kwargs.get("target"), kwargs.get("test_path"),
+                                            query_path) == "ranking" else task
+    if task == "ranking":
         ranking = {k: kwargs[k] for k in ("test_path", "test_fraction") if k in kwargs}
         return ranking_files.load(kwargs["path"], query_path=query_path, test_query_path=test_query_path,
                                   val_fraction=val_fraction, seed=seed, **ranking)

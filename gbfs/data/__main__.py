@@ -287,7 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--test-path", default=None, help="--path: its test file (same format, columns)")
             p.add_argument("--task", default="auto",
                            choices=("auto", "binary", "multiclass", "regression", "ranking"),
-                           help="--path: the task of the file (auto: detected, as the harness's dataset.task)")
+                           help="--path: the file's task (auto: detected, as the harness's dataset.task)")
             p.add_argument("--query-path", default=None,
                            help="--path: a ranking file's group sizes (default: <path>.query, else qid:)")
             p.add_argument("--categorical", default="auto",

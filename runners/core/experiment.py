@@ -311,7 +311,8 @@ TASKS: dict[str, tasks.Task] = {t.name: t for t in (tasks.BINARY, tasks.MULTICLA
 
 
 def with_task(cfg: DictConfig) -> DictConfig:
-    """``cfg`` with its data's task and the method's estimator of it (:func:`runners.core.tasks.with_task`)."""
+    """``cfg`` with its data's task and the method's estimator of it
+    (:func:`runners.core.tasks.with_task`)."""
     return tasks.with_task(cfg, {k: v.task for k, v in ESTIMATORS.items()}, TASKS)
 
 

@@ -106,8 +106,8 @@ def _multiclass_scores(ds: Dataset, split: str, proba: np.ndarray) -> dict[str, 
     library's :func:`gbfs.booster.losses.softmax.macro_auc` and ``SoftmaxLoss.loss``)."""
     codes = ds.split(split)[1].astype(np.int64)
     loss = SoftmaxLoss(max(proba.shape[1], 3)).loss(codes, np.log(np.maximum(proba, 1e-300)))
-    return {"accuracy": float(np.mean(np.argmax(proba, axis=1) == codes)), "macro_auc": macro_auc(codes, proba),
-            "logloss": loss}
+    accuracy = float(np.mean(np.argmax(proba, axis=1) == codes))
+    return {"accuracy": accuracy, "macro_auc": macro_auc(codes, proba), "logloss": loss}
 
 
 def _value(est, X: np.ndarray) -> np.ndarray:
@@ -153,7 +153,8 @@ def data_task(cfg: DictConfig) -> str:
     if not os.path.isfile(path):
         return task
     query, test, cat = d.get("query_path"), d.get("test_path"), d.get("categorical", "auto")
-    return files.file_task(path, d.get("target"), None if test is None else hydra.utils.to_absolute_path(test),
+    test = None if test is None else hydra.utils.to_absolute_path(str(test))
+    return files.file_task(path, d.get("target"), test,
                            None if query is None else hydra.utils.to_absolute_path(str(query)), task,
                            root=cfg.paths.data_dir, argument="dataset.task",
                            categorical=cat if isinstance(cat, str) else [str(c) for c in cat])

@@ -19,7 +19,7 @@ from test_file_tasks import write_multiclass, write_ranking, write_regression  #
 def data(tmp_path):
     write_multiclass(tmp_path / "m.csv")
     write_regression(tmp_path / "r.csv")
-    write_ranking(tmp_path / "rank.train")        # LightGBM's LambdaRank example: rank.train + rank.train.query
+    write_ranking(tmp_path / "rank.train")  # LightGBM's layout: + rank.train.query
     (tmp_path / "b.csv").write_text("x,y\n" + "\n".join(f"{i},{'yes' if i % 3 else 'no'}" for i in range(30)))
     return tmp_path
 

@@ -89,7 +89,8 @@ def _classes(labels, both, where: str, argument: str, task: str):
 def _binary(labels, both, where: str, argument: str):
     classes = np.unique(np.concatenate([labels, labels if both is None else both]))
     if len(classes) > 2:
-        shown = ", ".join(repr(c.item()) for c in classes[:_SHOWN]) + (" ..." if len(classes) > _SHOWN else "")
+        more = " ..." if len(classes) > _SHOWN else ""
+        shown = ", ".join(repr(c.item()) for c in classes[:_SHOWN]) + more
         raise ValueError(not_binary(where, classes, shown, argument))
     return _classes(labels, both, where, argument, "binary")
 

@@ -244,7 +244,8 @@ def parse(path: Path, test: Path | None, fmt: str, target: str | None, categoric
 
 
 def labels_where(path: Path, test: Path | None, fmt: str, target: str | None) -> str:
-    """What the labels of ``path`` are, for the errors of :func:`gbfs.data.reading.file_labels.encode_labels`."""
+    """What the labels of ``path`` are, for the errors of
+    :func:`gbfs.data.reading.file_labels.encode_labels`."""
     column = f"the target column {target!r}" if fmt in TABLES else "the labels"
     return f"{column} of {path}" + ("" if test is None else f" and {test}")
 

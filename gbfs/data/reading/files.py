@@ -70,8 +70,7 @@ from ..fetching.fsutil import is_not_writable
 from ..fetching.manifest import data_root
 from ..formats import FormatError
 from ..prepare import read_sidecar, sidecar_path, write_npz_atomic
-from . import table_encoding
-from . import ranking_files
+from . import ranking_files, table_encoding
 from .file_labels import AUTO, encode_labels
 from .file_reading import TABLES, header, labels_where
 from .file_reading import parse as _parse
@@ -245,7 +244,8 @@ def file_task(path, target: str | None = None, test_path=None, query_path=None, 
     queries = fmt == "libsvm" and ranking_files.has_queries(path, query_path)
     if task == "ranking" or (task == AUTO and queries):
         if not queries:
-            raise ValueError(f"{argument}='ranking': {path} is no ranking file; a ranking file is LIBSVM with "
+            raise ValueError(f"{argument}='ranking': {path} is no ranking file; a ranking file is LIBSVM "
+                             f"with "
                              f"qid: on its lines or a {path.name}.query file of group sizes next to it")
         return "ranking"
     if query_path is not None:
@@ -279,7 +279,8 @@ def describe(path, target: str | None = None, test_path=None, root=None, categor
     (:func:`file_task`) is :func:`gbfs.data.reading.ranking_files.describe`'s.  Raises as
     :func:`check_file` does."""
     path, test, fmt, target = check_file(path, target, test_path)
-    if fmt == "libsvm" and (task == "ranking" or (task == AUTO and ranking_files.has_queries(path, query_path))):
+    queries = fmt == "libsvm" and ranking_files.has_queries(path, query_path)
+    if fmt == "libsvm" and (task == "ranking" or (task == AUTO and queries)):
         return ranking_files.describe(path, query_path, test)
     if task == "ranking" or query_path is not None:
         file_task(path, target, test, query_path, task)   # raises, saying what a ranking file is
