@@ -74,7 +74,10 @@ def run(cfg: DictConfig) -> dict[str, float]:
         from runners import tune
 
         return tune.run(cfg)
+    cfg = experiment.with_task(cfg)   # the data's task (a file's: detected) and the method's estimator of it
     checks.check_run(cfg)   # every setting, naming its key, before any fit or run
+    if cfg.dataset.name == "file":
+        print(f"dataset {mlflow_native.dataset_label(cfg.dataset)}: task {cfg.dataset.task}")
     exp_id = tracking.configure(cfg.tracking)
     mlflow_native.configure_ui(exp_id)   # the UI opens the runs table with the metrics that matter
     tags = summaries.run_tags(cfg)

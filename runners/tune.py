@@ -33,7 +33,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from runners.core import budget
+from runners.core import budget, experiment
 from runners.core.summaries import format_table, in_multirun, run_tags, ui_hint
 from runners.tracking import mlflow_native, stores
 from runners.tracking import runs as tracking
@@ -67,6 +67,7 @@ def run(cfg: DictConfig) -> dict[str, float]:
         If no trial of the study completed (with the first failure's error and how to go on), or
         none within the budget in ``budget_mode: constraint``.
     """
+    cfg = experiment.with_task(cfg)   # the data's task (a file's: detected) and the method's estimator of it
     tuning_checks.check_tuning(cfg)   # every setting fails now, naming its key, not in every trial
     cfg = budget.with_hard_budget(cfg)
     exp_id = tracking.configure(cfg.tracking)

@@ -133,6 +133,27 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         return tags
 
+    # -- the task (subclasses of gbfs.baselines.lightgbm_tasks override these) -----------------------
+    def _objective(self) -> dict:
+        """LightGBM's objective parameters."""
+        return {"objective": "binary"}
+
+    def _feval(self, sets: list, reg_lambda: float):
+        """The ``feval`` whose metrics make the ``history_`` records."""
+        return history_feval(sets, reg_lambda)
+
+    def _dataset(self, X, y, params: dict, columns, split: str = "train", reference=None) -> lgb.Dataset:
+        """The LightGBM ``Dataset`` of a split (a ranker adds its query groups)."""
+        return lgb.Dataset(X, y, params=params, categorical_feature=self._cats(columns), reference=reference)
+
+    def _classes_body(self):
+        return self.classes_.tolist()
+
+    def _restore_classes(self, classes) -> None:
+        self.classes_ = np.asarray(classes)
+        if self.classes_.shape != (2,):
+            raise ValueError("classes must hold exactly two labels")
+
     # -- validation --------------------------------------------------------------------------------
     def _check_params(self) -> dict:
         """Validate every parameter (before any LightGBM call); return LightGBM's params without seed."""
@@ -148,7 +169,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         max_depth = -1 if self.max_depth is None else V.check_int("max_depth", self.max_depth, -1)
         if max_depth == 0:
             raise ValueError("max_depth must be -1 (no limit), None or >= 1, got 0")
-        params = {"objective": "binary", "metric": "None", "verbosity": -1, "deterministic": True,
+        params = {**self._objective(), "metric": "None", "verbosity": -1, "deterministic": True,
                   "force_col_wise": True,
                   "learning_rate": V.check_real("learning_rate", self.learning_rate, low=0.0, low_open=True),
                   "num_leaves": V.check_int("num_leaves", self.num_leaves, 2), "max_depth": max_depth,
@@ -254,7 +275,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         columns = np.arange(d, dtype=np.int64)
         if self.kind == "topk":
             t0, c0 = time.perf_counter(), time.process_time()
-            ranked = lgb.Dataset(X, y, params=params, categorical_feature=self._cats(columns))
+            ranked = self._dataset(X, y, params, columns)
             ranker = lgb.train(params, ranked, num_boost_round=self.n_estimators)
             # stable sort of -importance: equal importances keep the lower column index first
             importance = ranker.feature_importance(self.importance_type)
@@ -268,10 +289,9 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         elif self.kind == "cegb":
             params.update(cegb_tradeoff=1.0, cegb_penalty_feature_coupled=[float(self.mu) * n] * d)
         t0 = time.perf_counter()  # binning, timed apart from boosting as GBFSClassifier does
-        train = lgb.Dataset(X, y, params=params, categorical_feature=self._cats(columns)).construct()
+        train = self._dataset(X, y, params, columns).construct()
         sets = [(train, y)] + ([] if evals is None else [
-            (lgb.Dataset(evals[0], evals[1], reference=train, params=params,
-                         categorical_feature=self._cats(columns)).construct(), evals[1])])
+            (self._dataset(evals[0], evals[1], params, columns, "val", train).construct(), evals[1])])
         t1 = time.perf_counter()
         for cb in callbacks:
             if hasattr(cb, "reset"):
@@ -279,7 +299,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
         recorder = Recorder(self, callbacks, self.n_estimators, y, params["lambda_l2"])
         booster = lgb.train(params, train, num_boost_round=self.n_estimators,
                             valid_sets=[s for s, _ in sets], valid_names=["train", "val"][:len(sets)],
-                            feval=history_feval(sets, params["lambda_l2"]), callbacks=[recorder])
+                            feval=self._feval(sets, params["lambda_l2"]), callbacks=[recorder])
         timings.update(binning_seconds=t1 - t0, boosting_seconds=time.perf_counter() - t1)
         self._set_fitted(booster, columns, recorder.history, recorder.best_iteration)
         self.timings_ = timings
@@ -353,7 +373,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _model_body(self) -> dict:
         check_is_fitted(self, "booster_")
         names = getattr(self, "feature_names_in_", None)
-        return {"params": params_json(self), "classes": self.classes_.tolist(),
+        return {"params": params_json(self), "classes": self._classes_body(),
                 "n_features_in": int(self.n_features_in_),
                 "feature_names_in": None if names is None else [str(c) for c in names],
                 "columns": self.columns_.tolist(), "selected_features": self.selected_features_.tolist(),
@@ -390,9 +410,7 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
             if len(body["feature_names_in"]) != d:
                 raise ValueError("feature_names_in has the wrong length")
             self.feature_names_in_ = np.asarray(body["feature_names_in"], dtype=object)
-        self.classes_ = np.asarray(body["classes"])
-        if self.classes_.shape != (2,):
-            raise ValueError("classes must hold exactly two labels")
+        self._restore_classes(body["classes"])
         columns = np.asarray(body["columns"], dtype=np.int64)
         booster = lgb.Booster(model_str=body["booster"])
         if (columns.ndim != 1 or columns.shape[0] != booster.num_feature() or np.unique(columns).size

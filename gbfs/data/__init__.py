@@ -52,7 +52,7 @@ from .fetching.manifest import (
 from .formats import FormatError
 from .ovr import OVR_DATASETS
 from .prepare import CacheError, load_prepared
-from .reading import files
+from .reading import files, ranking_files
 from .synthetic.base import check_positive
 from .synthetic.generators import GENERATORS
 
@@ -72,8 +72,10 @@ class Dataset:
     ``relevant`` holds the truly relevant columns of a synthetic stand-in (``None`` for real
     data); ``checksum`` says how the raw files were verified; ``task_*`` are the task ids
     of the multitask datasets (else ``None``), ``task_names`` their names in task-id order.
-    ``class_names`` are the values labels 0 and 1 stand for, where known (a data file: its
-    target's two values in sorted order, the positive class 1 last).  ``categorical`` are the
+    ``class_names`` are the values labels 0 and 1 (or the class codes ``0 .. K-1``) stand for, where
+    known (a data file: its target's values in sorted order, the positive class 1 last).  ``task``
+    is ``binary``, ``multiclass`` (``y`` the class codes), ``regression`` (``y`` real), ``ranking``
+    or ``multitask``.  ``categorical`` are the
     columns holding integer codes of categories (to split on sets of them: the estimators'
     ``categorical_features``), ``categories`` the category of each code, per such column.
     ``group_*`` are the query sizes of a ranking dataset (``task == "ranking"``; whole queries go
@@ -97,7 +99,7 @@ class Dataset:
     task_test: np.ndarray | None = None
     relevant_per_task: tuple[np.ndarray, ...] | None = None
     task_names: tuple[str, ...] | None = None
-    class_names: tuple[str, str] | None = None
+    class_names: tuple[str, ...] | None = None
     categorical: tuple[int, ...] = ()
     categories: tuple[tuple[str, ...], ...] | None = None
     group_train: np.ndarray | None = None
@@ -241,24 +243,39 @@ def split_train_val(y: np.ndarray, val_fraction: float = 0.2, seed: int = 0,
     return np.sort(tr), np.sort(va)
 
 
-def _subsample(X, y, scale, seed):
-    keep, _ = train_test_split(np.arange(len(y)), train_size=scale, random_state=seed, stratify=y)
+def _subsample(X, y, scale, seed, stratify: bool = True):
+    keep, _ = train_test_split(np.arange(len(y)), train_size=scale, random_state=seed,
+                               stratify=y if stratify else None)
     keep = np.sort(keep)
     return X[keep], y[keep]
 
 
 def _file(val_fraction, seed, scale, root, kwargs) -> Dataset:
-    """A data file (:func:`gbfs.data.reading.files.load`), subsampled by ``scale`` and split as real data."""
+    """A data file (:func:`gbfs.data.reading.files.load`), subsampled by ``scale`` and split as real data;
+    a ranking file (``task="ranking"``, or detected by :func:`gbfs.data.reading.files.file_task`) by
+    :func:`gbfs.data.reading.ranking_files.load`, whole queries in each split."""
     if scale > 1:
         raise ValueError(f"scale must be in (0, 1] for a data file (a share of its rows), got {scale}")
-    data = files.load(**kwargs, seed=seed, root=root)
+    kwargs = dict(kwargs)
+    query_path = kwargs.pop("query_path", None)
+    test_query_path = kwargs.pop("test_query_path", None)
+    task = kwargs.pop("task", "auto")
+    if task == "auto":
+        task = "ranking" if files.file_task(kwargs["path"], kwargs.get("target"), kwargs.get("test_path"),
+                                            query_path) == "ranking" else task
+    if task == "ranking":
+        ranking = {k: kwargs[k] for k in ("test_path", "test_fraction") if k in kwargs}
+        return ranking_files.load(kwargs["path"], query_path=query_path, test_query_path=test_query_path,
+                                  val_fraction=val_fraction, seed=seed, **ranking)
+    data = files.load(**kwargs, seed=seed, root=root, task=task)
     X_tr, y_tr, X_te, y_te = data.X_train, data.y_train, data.X_test, data.y_test
+    classes = data.task != "regression"
     if scale < 1.0:
-        X_tr, y_tr = _subsample(X_tr, y_tr, scale, seed)
-        X_te, y_te = _subsample(X_te, y_te, scale, seed + 1)
+        X_tr, y_tr = _subsample(X_tr, y_tr, scale, seed, classes)
+        X_te, y_te = _subsample(X_te, y_te, scale, seed + 1, classes)
     tr, va = split_train_val(y_tr, val_fraction, seed)
     return Dataset(name=files.NAME, X_train=X_tr[tr], y_train=y_tr[tr], X_val=X_tr[va], y_val=y_tr[va],
-                   X_test=X_te, y_test=y_te, feature_names=data.feature_names, task="binary",
+                   X_test=X_te, y_test=y_te, feature_names=data.feature_names, task=data.task,
                    checksum=data.checksum, source=data.source, class_names=data.class_names,
                    categorical=data.categorical, categories=data.categories)
 

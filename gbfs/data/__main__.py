@@ -6,7 +6,8 @@ summarises paths, sizes, checksum status (from the hash cache: files unchanged s
 were last hashed) and shapes, ``unlock`` forgets the sha256 recorded at the first use of files
 without a published checksum (to accept new upstream content).  ``info --path FILE [--target COLUMN]``
 describes a data file of your own (:mod:`gbfs.data.reading.files`): what ``load_dataset("file", ...)`` would
-load, and the error it would raise.  Exit status 1 on any failure.
+load (its task, detected or ``--task``; a ranking file with ``--query-path`` or its ``.query`` file),
+and the error it would raise.  Exit status 1 on any failure.
 """
 
 from __future__ import annotations
@@ -125,28 +126,48 @@ def _listed(items: list, n: int = 10) -> str:
 def cmd_info_file(args) -> int:
     """``info --path FILE``: what a data file would load as; status 1 when it would not load."""
     categorical = args.categorical if args.categorical in ("auto", "none") else args.categorical.split(",")
-    info = files.describe(args.path, args.target, args.test_path, args.root, categorical)
+    info = files.describe(args.path, args.target, args.test_path, args.root, categorical, args.task,
+                          args.query_path)
     print(f"{info['path']}: {info['format']}, {info['rows']} rows, {info['columns']} columns")
     if info["test_path"]:
         print(f"  test file: {info['test_path']}")
     print(f"  features ({len(info['feature_names'])}): {_listed(info['feature_names'])}")
-    target = repr(info["target"]) if info["target"] else "(from the file)"
-    n = len(info["classes"])     # more than two: classes or a real-valued target (the problem says)
-    print(f"  target {target}: {f'{n} classes' if n == 2 else f'{n} distinct values'}: "
-          + ", ".join(f"{k!r}: {v}" for k, v in list(info["classes"].items())[:10]))
-    if len(info["classes"]) == 2:
-        negative, positive = info["classes"]
-        print(f"  labels: {negative!r} -> 0, {positive!r} -> 1 (the positive class)")
+    print(f"  task: {info['task'] or 'none (see the error)'}"
+          + (" (detected; --task sets it)" if args.task == "auto" and info["task"] else ""))
+    _print_target(info)
     print(f"  text columns: {_listed(info['text_columns']) or 'none'}")
     if info.get("categorical") is not None:
         print(f"  categorical: {_listed(info['categorical']) or 'none'}")
     nan = [f"{k} ({v})" for k, v in info["nan"].items()]
     print(f"  NaN in features: {_listed(nan) if nan else 'none'}")
-    print(f"  cache: {info['cache']} ({'exists' if info['cache_exists'] else 'not yet written'})")
+    if info.get("cache"):
+        print(f"  cache: {info['cache']} ({'exists' if info['cache_exists'] else 'not yet written'})")
     if info["problem"]:
         print(f"error: {info['problem']}", file=sys.stderr)
         return 1
     return 0
+
+
+def _print_target(info: dict) -> None:
+    """The target of ``info`` as its task reads it: classes, a range of values or relevances and queries."""
+    if info["task"] == "ranking":
+        sizes = f" from {info['query_path']}" if info.get("query_path") else " (qid: of the lines)"
+        print(f"  queries: {info['queries']}{sizes}")
+        print("  relevance: " + ", ".join(f"{k!r}: {v}" for k, v in info["classes"].items()))
+        return
+    target = repr(info["target"]) if info["target"] else "(from the file)"
+    if info["task"] == "regression":
+        low, high = info["target_range"]
+        print(f"  target {target}: {len(info['classes'])} distinct real values, from {low:.6g} to {high:.6g}")
+        return
+    n = len(info["classes"])
+    print(f"  target {target}: {n} {'classes' if info['task'] else 'distinct values'}: "
+          + ", ".join(f"{k!r}: {v}" for k, v in list(info["classes"].items())[:10]))
+    if n == 2 and info["task"] == "binary":
+        negative, positive = info["classes"]
+        print(f"  labels: {negative!r} -> 0, {positive!r} -> 1 (the positive class)")
+    elif info["task"] == "multiclass":
+        print(f"  labels: the codes 0 .. {n - 1} of the sorted classes")
 
 
 def cmd_info(args) -> int:
@@ -264,6 +285,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                         ".svm, .libsvm, .txt, .npz) instead of a name")
             p.add_argument("--target", default=None, help="--path: the label column of a CSV or Parquet file")
             p.add_argument("--test-path", default=None, help="--path: its test file (same format, columns)")
+            p.add_argument("--task", default="auto",
+                           choices=("auto", "binary", "multiclass", "regression", "ranking"),
+                           help="--path: the file's task (auto: detected, as the harness's dataset.task)")
+            p.add_argument("--query-path", default=None,
+                           help="--path: a ranking file's group sizes (default: <path>.query, else qid:)")
             p.add_argument("--categorical", default="auto",
                            help="--path: the categorical columns: auto (the text ones), none, or a "
                                 "comma-separated list of names")

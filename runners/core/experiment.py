@@ -19,7 +19,7 @@ from pathlib import Path
 import hydra.utils
 from omegaconf import DictConfig, OmegaConf
 
-from gbfs import GBFSClassifier, GBFSRanker
+from gbfs import GBFSClassifier, GBFSRanker, GBFSRegressor
 from gbfs.booster.callbacks import progress_bar
 from gbfs.data import Dataset, load_dataset
 from gbfs.data.reading import files, table_encoding
@@ -75,9 +75,7 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
     any MLflow run exists, so a typo leaves no FAILED run behind."""
     d = cfg.dataset
     scale, share, seed = d.get("scale"), d.get("val_fraction"), cfg.get("seed")
-    kind, data_task = estimator_kind(cfg.method), str(d.get("task", tasks.BINARY.name))
-    if kind.task != data_task:
-        raise ValueError(ranking_eval.task_mismatch(cfg, kind.task, data_task))
+    kind = estimator_kind(cfg.method)
     if kind.multitask:
         multitask_eval.check_config(cfg)
     TASKS[kind.task].check(cfg)
@@ -91,6 +89,10 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
                          f"for validation; got {share!r}")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer; got {seed!r}")
+    data_task = tasks.data_task(cfg)
+    if kind.task != data_task and data_task != "auto":   # auto: no file to read yet (its error below)
+        raise ValueError(ranking_eval.task_mismatch(cfg, kind.task, data_task) if ranking_eval.TASK in
+                         (kind.task, data_task) else tasks.task_mismatch(cfg, kind.task, data_task, TASKS))
     if d.name == files.NAME:       # the file and its columns too (its header only: cheap)
         if OmegaConf.is_missing(d, "path") or d.get("path") is None:
             raise ValueError("dataset.path must name your data file, e.g. dataset.path=my.csv "
@@ -98,8 +100,9 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
         args = _file_args(d)
         files.check_file(args["path"], args["target"], args["test_path"])
         table_encoding.check_categorical(args["categorical"])
-        if contents:   # load_data parses it right after: it passes contents=False
-            files.load(**args, test_fraction=d.get("test_fraction"), seed=seed, root=cfg.paths.data_dir)
+        if contents and data_task != ranking_eval.TASK:   # load_data parses it right after (contents=False)
+            files.load(**args, test_fraction=d.get("test_fraction"), seed=seed, root=cfg.paths.data_dir,
+                       task=data_task, argument="dataset.task")
 
 
 def _file_args(d: DictConfig) -> dict:
@@ -117,13 +120,13 @@ def load_data(cfg: DictConfig) -> Dataset:
     classification; ranking for the ranking methods, whose every split keeps whole queries)."""
     check_dataset(cfg, contents=False)
     d = cfg.dataset
-    if d.name == ranking_eval.FILE:
+    if d.name == ranking_eval.FILE or (d.name == files.NAME and tasks.data_task(cfg) == ranking_eval.TASK):
         return _of_task(cfg, ranking_eval.load_file(d, int(cfg.seed)))
     kwargs = OmegaConf.to_container(d.kwargs, resolve=True) if d.get("kwargs") else {}
     if kwargs.get("path") is not None:   # a file of the dataset: relative to where the command runs
         kwargs["path"] = hydra.utils.to_absolute_path(str(kwargs["path"]))
     if d.name == files.NAME:
-        kwargs.update(_file_args(d), test_fraction=float(d.test_fraction))
+        kwargs.update(_file_args(d), test_fraction=float(d.test_fraction), task=tasks.data_task(cfg))
     extra = {} if d.name.endswith("_like") else {"download": bool(d.download), "mirror": d.mirror,
                                                  "root": cfg.paths.data_dir}
     # progress bars only appear while real data downloads or is parsed (once; later loads read the cache)
@@ -192,6 +195,19 @@ def _ranker(**kwargs) -> GBFSRanker:
     return GBFSRanker(**kwargs)
 
 
+def _regressor(**kwargs) -> GBFSRegressor:
+    return GBFSRegressor(**kwargs)
+
+
+def _lightgbm_task(name: str) -> Callable[..., object]:
+    """The builder of ``gbfs.baselines.lightgbm_tasks.<name>`` (imports LightGBM when called)."""
+    def build(**kwargs):
+        from gbfs.baselines import lightgbm_tasks
+
+        return getattr(lightgbm_tasks, name)(**kwargs)
+    return build
+
+
 def _lightgbm(**kwargs):
     from gbfs.baselines.lightgbm_baseline import (
         LightGBMBaseline,  # imports LightGBM, which only its methods need
@@ -221,6 +237,10 @@ def _as_is(args: dict, params: dict) -> dict:
     return args
 
 
+def _lgb_sampling(args: dict, params: dict) -> dict:
+    return lightgbm_sampling(args, params.get("lgb_params"))
+
+
 _GBFS = EstimatorKind(_gbfs, _as_is)
 #: a class named by ``method._target_`` alone: a binary task, the sampler's arguments as they are
 _EXTERNAL = EstimatorKind(_gbfs, _as_is, callbacks=False)
@@ -232,8 +252,16 @@ ESTIMATORS: dict[str, EstimatorKind] = {
     "gbfs": _GBFS,
     "gbfs_path": _GBFS,
     "gbfs_ranker": EstimatorKind(_ranker, _as_is, task=ranking_eval.TASK),
-    "lightgbm": EstimatorKind(_lightgbm,
-                              lambda args, params: lightgbm_sampling(args, params.get("lgb_params"))),
+    "lightgbm": EstimatorKind(_lightgbm, _lgb_sampling),
+    # the other tasks' kinds (runners.core.tasks.with_task maps gbfs and lightgbm to them)
+    "gbfs_multiclass": EstimatorKind(_gbfs, _as_is, task=tasks.MULTICLASS.name),
+    "gbfs_regressor": EstimatorKind(_regressor, _as_is, task=tasks.REGRESSION.name),
+    "lightgbm_multiclass": EstimatorKind(_lightgbm_task("LightGBMMulticlassBaseline"), _lgb_sampling,
+                                         task=tasks.MULTICLASS.name),
+    "lightgbm_regression": EstimatorKind(_lightgbm_task("LightGBMRegressionBaseline"), _lgb_sampling,
+                                         task=tasks.REGRESSION.name),
+    "lightgbm_lambdarank": EstimatorKind(_lightgbm_task("LightGBMRankerBaseline"), _lgb_sampling,
+                                         task=ranking_eval.TASK),
     "gbfs_multitask": EstimatorKind(multitask_variants.multitask, _as_is, multitask=True),
     "pooled_tasks": EstimatorKind(multitask_variants.pooled, _as_is, multitask=True),
     "independent_tasks": EstimatorKind(multitask_variants.independent, _as_is, multitask=True,
@@ -278,7 +306,14 @@ def estimator_kind(method: DictConfig) -> EstimatorKind:
 
 
 #: ``EstimatorKind.task`` -> how its models are fitted, scored and tuned
-TASKS: dict[str, tasks.Task] = {t.name: t for t in (tasks.BINARY, ranking_eval.RANKING)}
+TASKS: dict[str, tasks.Task] = {t.name: t for t in (tasks.BINARY, tasks.MULTICLASS, tasks.REGRESSION,
+                                                     ranking_eval.RANKING)}
+
+
+def with_task(cfg: DictConfig) -> DictConfig:
+    """``cfg`` with its data's task and the method's estimator of it
+    (:func:`runners.core.tasks.with_task`)."""
+    return tasks.with_task(cfg, {k: v.task for k, v in ESTIMATORS.items()}, TASKS)
 
 
 def task_of(method: DictConfig) -> tasks.Task:

@@ -49,7 +49,8 @@ PRECISION = f"precision_at_{PRECISION_AT}"
 #: ``dataset.name`` of a ranking file of one's own (conf/dataset/ranking_file.yaml)
 FILE = "ranking_file"
 #: the ranking methods, for the error that a binary method met ranking data
-METHODS = "rank_gbdt_full, rank_gbfs, rank_agbm, rank_gtgbm or rank_gbdt_topk"
+METHODS = ("rank_gbdt_full, rank_gbfs, rank_agbm, rank_gtgbm or rank_gbdt_topk (and LightGBM's lambdarank: "
+           "gbdt_full, gbdt_topk or lgbm_cegb)")
 #: the files of ``dataset=ranking_file`` besides ``path`` (each optional)
 _FILE_KEYS = ("query_path", "test_path", "test_query_path")
 
@@ -87,7 +88,7 @@ def check_config(cfg: DictConfig) -> None:
                          f"({cfg.method.name!r}) is not measured (its row subsamples would split queries); "
                          f"set stability.enabled=false")
     d = cfg.dataset
-    if d.name != FILE:
+    if d.name not in (FILE, "file"):
         return
     if OmegaConf.is_missing(d, "path") or d.get("path") is None:
         raise ValueError("dataset.path must name your ranking file, e.g. dataset=ranking_file "
@@ -103,6 +104,9 @@ def file_args(d: DictConfig) -> dict[str, str | None]:
     out = {"path": hydra.utils.to_absolute_path(str(d.path))}
     for key in _FILE_KEYS:
         value = d.get(key)
+        if key == "test_query_path" and value is None and d.get("test_path") is not None \
+                and os.path.isfile(f"{hydra.utils.to_absolute_path(str(d.test_path))}.query"):
+            value = f"{d.test_path}.query"   # LightGBM's layout: the test file's sizes next to it
         out[key] = None if value is None else hydra.utils.to_absolute_path(str(value))
     return out
 
@@ -162,4 +166,6 @@ def scores(ds: Dataset, split: str, score: np.ndarray) -> dict[str, float]:
 
 #: learning to rank: ranking scores, scored by NDCG@10 and MRR over the queries
 RANKING = Task(TASK, _fit, _predict, scores, (f"val_{NDCG}", "val_mrr"),
-               (f"val_{NDCG}", "val_mrr", "root_variance", "elapsed_seconds"), check_config)
+               (f"val_{NDCG}", "val_mrr", "root_variance", "elapsed_seconds"), check_config,
+               serves={"lightgbm": ("lightgbm_lambdarank",
+                                    "gbfs.baselines.lightgbm_tasks.LightGBMRankerBaseline")}, methods=METHODS)

@@ -27,7 +27,7 @@ def run_tags(cfg: DictConfig) -> dict[str, str]:
     (the job's overrides, a JSON list)."""
     tags = {**tracking.user_tags(cfg.tracking),
             "method": cfg.method.name, "dataset": mlflow_native.dataset_label(cfg.dataset),
-            "seed": str(cfg.seed),
+            "seed": str(cfg.seed), "task": str(cfg.dataset.get("task") or "binary"),
             "sampler": str(cfg.sampler.name) if cfg.get("sampler") else "none",
             "git_commit": tracking.git_commit(), "worker": tracking.worker_id(),
             "counts_for_topk": str(bool(cfg.method.counts_for_topk)).lower(), **budget.budget_tags(cfg)}
@@ -60,15 +60,20 @@ def _cell(row: dict, key: str, fmt: str) -> str:
 #: the table's numeric columns: (header, row key, format)
 TABLE_METRICS = (("test AUC", "test_auc", ".4f"), ("test RMSE", "test_rmse", ".4f"),
                  ("selected features", "n_selected_features", ".0f"), ("fit s", "fit_seconds", ".1f"))
-#: the ranking runs' scores, shown only when a row has them (before the selected features)
-RANKING_METRICS = (("test NDCG@10", "test_ndcg_at_10", ".4f"), ("test MRR", "test_mrr", ".4f"))
+#: the other tasks' scores, each shown only when a row has it (before the selected features): ranking,
+#: multiclass, regression
+RANKING_METRICS = (("test NDCG@10", "test_ndcg_at_10", ".4f"), ("test MRR", "test_mrr", ".4f"),
+                   ("test accuracy", "test_accuracy", ".4f"), ("test macro AUC", "test_macro_auc", ".4f"),
+                   ("test log-loss", "test_logloss", ".4f"), ("test R²", "test_r2", ".4f"))
 
 
 def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
     """A Markdown table: method, dataset, budget (the K a model was held to, "-" if none), the
     ``columns`` (e.g. the parameters a sweep varies), test AUC, test RMSE (with ranking runs, test
-    NDCG@10 and MRR; AUC and RMSE only if a row has them), selected features, fit seconds."""
-    ranking = [c for c in RANKING_METRICS if any(c[1] in r for r in rows)]
+    NDCG@10 and MRR, multiclass accuracy, macro AUC and log-loss, regression R²; AUC and RMSE only
+    if a row has them), selected features, fit seconds."""
+    ranking = [c for c in RANKING_METRICS if any(c[1] in r for r in rows)
+               and not (c[1] == "test_logloss" and any("test_auc" in r for r in rows))]
     binary = [c for c in TABLE_METRICS[:2] if not ranking or any(c[1] in r for r in rows)]
     cols = [("method", "method", ""), ("dataset", "dataset", ""), ("budget", "budget", ".0f"),
             *((c, c, "") for c in columns), *binary, *ranking, *TABLE_METRICS[2:]]

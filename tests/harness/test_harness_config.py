@@ -112,6 +112,9 @@ def test_path_methods_are_their_method_as_a_path(tmp_path, method, template):
 
 def test_unknown_estimator_names_the_known_ones(tmp_path):
     cfg = compose_cfg(tmp_path, ["method=agbm", "method.estimator=xgboost"])
-    with pytest.raises(ValueError, match=r"must be one of \['gbfs', 'gbfs_multitask', 'gbfs_path', "
-                                         r"'gbfs_ranker', 'independent_tasks', 'lightgbm', 'pooled_tasks'\]"):
+    with pytest.raises(ValueError, match=r"must be one of \['gbfs', 'gbfs_multiclass', 'gbfs_multitask', "
+                                         r"'gbfs_path', 'gbfs_ranker', 'gbfs_regressor', "
+                                         r"'independent_tasks', "
+                                         r"'lightgbm', 'lightgbm_lambdarank', 'lightgbm_multiclass', "
+                                         r"'lightgbm_regression', 'pooled_tasks'\]"):
         experiment.build_estimator(cfg.method, 0, 1, experiment.method_params(cfg.method))

@@ -85,7 +85,7 @@ def test_ranking_configs_compose_and_build_a_ranker(tmp_path, method):
 @pytest.mark.parametrize("overrides, match", [
     (["method=agbm", "dataset=ranking_like"],
      r"ranking data \(dataset.task: ranking\).*use a ranking method: method=rank_gbdt_full"),
-    (["method=gbdt_full", "dataset=ranking_like"], r"method.estimator: lightgbm\) fits binary labels"),
+    (["method=gbfs_path", "dataset=ranking_like"], r"method.estimator: gbfs_path\) fits binary labels"),
     (["method=rank_agbm", "dataset=gisette_like"], r"ranking method .*dataset.task: binary"),
     (["method=rank_gbfs", "dataset=multitask"], r"ranking method .*dataset=multitask"),
     (["method=rank_agbm", "dataset=ranking_like", "method.params.eval_at=5"],

@@ -36,7 +36,7 @@ import pandas as pd
 from ..formats import FormatError
 from ..ovr import read_npz
 from . import table_encoding
-from .file_labels import encode_labels
+from .file_labels import label_values
 
 #: formats whose labels are a column named by ``target``
 TABLES = ("csv", "parquet")
@@ -208,9 +208,9 @@ def refuse_infinite(X: np.ndarray, names: Sequence[str], path: Path) -> None:
 
 
 def parse(path: Path, test: Path | None, fmt: str, target: str | None, categorical="auto") -> dict:
-    """The arrays cached for ``path`` (and ``test``): ``X``, ``y``, ``feature_names``,
-    ``class_names``, the categorical columns (:func:`gbfs.data.reading.table_encoding.pack`) (and
-    ``X_test``, ``y_test``); ``X`` float64."""
+    """The arrays cached for ``path`` (and ``test``): ``X``, ``labels`` (as the file holds them),
+    ``feature_names``, the categorical columns (:func:`gbfs.data.reading.table_encoding.pack`) (and
+    ``X_test``, ``labels_test``); ``X`` float64."""
     cats: tuple = ([], [])
     if fmt == "libsvm" and test is not None:
         from sklearn.datasets import load_svmlight_files
@@ -235,12 +235,22 @@ def parse(path: Path, test: Path | None, fmt: str, target: str | None, categoric
     refuse_infinite(X, names, path)
     if test is not None:
         refuse_infinite(X_te, names, test)
-    column = f"the target column {target!r}" if fmt in TABLES else "the labels"
-    where = f"{column} of {path}" + ("" if test is None else f" and {test}")
-    y, y_te, class_names = encode_labels(labels, labels_te, where)
-    out = {"X": np.ascontiguousarray(X, dtype=np.float64), "y": y,
-           "feature_names": np.array(names, dtype=str), "class_names": np.array(class_names, dtype=str),
-           **table_encoding.pack(*cats)}
+    # the labels as the file holds them (text, integers or reals): the task encodes them on load
+    out = {"X": np.ascontiguousarray(X, dtype=np.float64), "labels": _plain(labels),
+           "feature_names": np.array(names, dtype=str), **table_encoding.pack(*cats)}
     if test is not None:
-        out.update(X_test=np.ascontiguousarray(X_te, dtype=np.float64), y_test=y_te)
+        out.update(X_test=np.ascontiguousarray(X_te, dtype=np.float64), labels_test=_plain(labels_te))
     return out
+
+
+def labels_where(path: Path, test: Path | None, fmt: str, target: str | None) -> str:
+    """What the labels of ``path`` are, for the errors of
+    :func:`gbfs.data.reading.file_labels.encode_labels`."""
+    column = f"the target column {target!r}" if fmt in TABLES else "the labels"
+    return f"{column} of {path}" + ("" if test is None else f" and {test}")
+
+
+def _plain(labels) -> np.ndarray:
+    """Labels an ``.npz`` holds without pickling: text as str, numbers as they are."""
+    values = label_values(labels)
+    return values.astype(str) if values.dtype.kind == "O" else values

@@ -16,12 +16,14 @@ Formats, by extension (:data:`FORMATS`):
 - ``.npz`` with arrays ``X`` (rows x features) and ``y``, optionally ``feature_names``; ``target``
   stays None.
 
-Labels: the target must have exactly two values, numbers or strings.  They are mapped to 0 / 1 in
-sorted order, so the larger value (the later one in alphabetical order) is the positive class 1:
-``0``/``1``, ``-1``/``+1`` and ``"no"``/``"yes"`` come out as expected.  ``Dataset.class_names``
-holds both values as text, the positive class last.  More values are an error saying what the
-target looks like (:mod:`gbfs.data.reading.file_labels`): the harness's methods are binary (and ranking);
-the library's ``GBFSClassifier`` fits more classes, its ``GBFSRegressor`` a real-valued target.
+Labels and task (:mod:`gbfs.data.reading.file_labels`): ``task="auto"`` detects it from the target,
+``binary`` (two values), ``multiclass`` (a few integers or texts) or ``regression`` (real numbers),
+or it is given and checked.  Two values are mapped to 0 / 1 in sorted order, so the larger value
+(the later one in alphabetical order) is the positive class 1: ``0``/``1``, ``-1``/``+1`` and
+``"no"``/``"yes"`` come out as expected; classes to the codes ``0 .. K-1`` of their sorted values;
+a regression target stays float64.  ``FileData.class_names`` holds the classes as text (none for a
+regression).  A LIBSVM file with query ids (or a ``.query`` file) is ranking data:
+:mod:`gbfs.data.reading.ranking_files` reads it (:func:`file_task` says which task a file is).
 
 Values: features are float64 and hold exactly what the file holds; what float64 would change
 (integers beyond 2^53), infinities and truncated or corrupt files are refused naming the file, the
@@ -34,14 +36,15 @@ applies ``scale`` and holds out ``val_fraction`` of train for validation, as for
 Cache: parsing a large CSV on every run is slow, so the parsed arrays are cached like the real
 datasets' (:func:`gbfs.data.prepare.write_npz_atomic`, a ``.sha256`` record checked on every load)::
 
-    <data root>/file/prepared/<stem>-<key>.npz          X (float64), y (0/1), feature_names, class_names
-                                                        (and X_test, y_test with a test file)
+    <data root>/file/prepared/<stem>-<key>.npz          X (float64), labels (as in the file), feature_names
+                                                        (and X_test, labels_test with a test file)
     <data root>/file/prepared/<stem>-<key>.npz.sha256   its own sha256
 
 ``key`` is the first 16 hex digits of the sha256 of the file's contents (and the test file's), the
 format, ``target`` and :data:`CACHE_FORMAT`: a changed file gets a new key (the old cache file is
-left in place; :data:`CACHE_FORMAT` 3 made ``X`` float64, so the float32 caches of before are not
-found, and one placed under a current key is refused by its dtype).  A cache that fails its check
+left in place; :data:`CACHE_FORMAT` 3 made ``X`` float64, 4 keeps the labels as the file holds them,
+so the caches of before are not found, and one placed under a current key is refused).  The task
+is not part of the key: the labels are encoded for it on every load.  A cache that fails its check
 is rebuilt with a warning.  A data root that is not
 writable is not an error: the file is parsed on every load (with one warning).
 """
@@ -67,47 +70,54 @@ from ..fetching.fsutil import is_not_writable
 from ..fetching.manifest import data_root
 from ..formats import FormatError
 from ..prepare import read_sidecar, sidecar_path, write_npz_atomic
-from . import table_encoding
-from .file_labels import encode_labels
-from .file_reading import TABLES, header
+from . import ranking_files, table_encoding
+from .file_labels import AUTO, encode_labels
+from .file_reading import TABLES, header, labels_where
 from .file_reading import parse as _parse
 from .file_reading import parse_other as _parse_other
 from .file_reading import read_table as _read_table
 
 __all__ = ["CACHE_FORMAT", "FORMATS", "NAME", "TABLES", "FileData", "cache_path", "check_file", "describe",
-           "encode_labels", "file_format", "load"]
+           "encode_labels", "file_format", "file_task", "load"]
 
 #: the name of this dataset in ``load_dataset``
 NAME = "file"
 #: extension -> format
 FORMATS = {".csv": "csv", ".csv.gz": "csv", ".csv.bz2": "csv", ".csv.xz": "csv", ".csv.zip": "csv",
            ".parquet": "parquet", ".svm": "libsvm", ".libsvm": "libsvm", ".txt": "libsvm", ".npz": "npz"}
-#: bump when the arrays cached for the same file change (3: X float64, exactly the file's values)
-CACHE_FORMAT = 3
-_REQUIRED = ("X", "y", "feature_names", "class_names", "categorical", "category_sizes", "category_levels")
+#: bump when the arrays cached for the same file change (3: X float64, exactly the file's values; 4: the
+#: labels as the file holds them, encoded for the task on load)
+CACHE_FORMAT = 4
+_REQUIRED = ("X", "labels", "feature_names", "categorical", "category_sizes", "category_levels")
 _SHOWN = 10
 _warned_roots: set[Path] = set()
 
 
 @dataclass(frozen=True)
 class FileData:
-    """A data file parsed and split into train and test (``y`` in {0, 1}, float64 ``X``)."""
+    """A data file parsed and split into train and test (float64 ``X``; ``y`` as :attr:`task` fits it:
+    0 / 1, class codes ``0 .. K-1`` or real numbers)."""
 
     X_train: np.ndarray
     y_train: np.ndarray
     X_test: np.ndarray
     y_test: np.ndarray
     feature_names: list[str]
-    class_names: tuple[str, str]
+    class_names: tuple[str, ...]
     source: str
     checksum: str
     categorical: tuple[int, ...] = ()
     categories: tuple | None = None
+    task: str = "binary"
 
 
 def file_format(path: str | os.PathLike, argument: str = "path") -> str:
-    """The format of ``path`` from its extension; ``ValueError`` listing the supported ones."""
+    """The format of ``path`` from its extension (a file without one, next to a ``<file>.query`` file of
+    group sizes, is LIBSVM ranking data, as LightGBM's ``rank.train`` example); ``ValueError`` listing
+    the supported ones."""
     ext = _extension(Path(path))
+    if ext is None and Path(f"{os.fspath(path)}.query").is_file():
+        return "libsvm"
     if ext is None:
         raise ValueError(f"{argument}={os.fspath(path)!r}: unknown file type; supported extensions: "
                          f"{', '.join(FORMATS)}")
@@ -161,7 +171,7 @@ def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, P
 
 
 def load(path, target: str | None = None, *, test_path=None, test_fraction: float = 0.25, seed: int = 0,
-         root=None, categorical="auto") -> FileData:
+         root=None, categorical="auto", task: str = AUTO, argument: str = "task") -> FileData:
     """Parse (or read from the cache) a data file and split it into train and test.
 
     Parameters
@@ -182,6 +192,11 @@ def load(path, target: str | None = None, *, test_path=None, test_fraction: floa
     categorical : "auto", "none" or list of str
         The categorical columns of a CSV or Parquet file (:mod:`gbfs.data.reading.table_encoding`):
         its text columns, none, or those named.
+    task : {"auto", "binary", "multiclass", "regression"}
+        What the target is fitted as (:mod:`gbfs.data.reading.file_labels`); ``"auto"`` detects it.
+        A ranking file is read by :func:`gbfs.data.reading.ranking_files.load`.
+    argument : str
+        The name of ``task`` in the errors.
 
     Raises
     ------
@@ -196,24 +211,48 @@ def load(path, target: str | None = None, *, test_path=None, test_fraction: floa
     categorical = table_encoding.check_categorical(categorical)
     digests = [sha256_file(path)] + ([] if test is None else [sha256_file(test)])
     arrays = _cached(path, test, fmt, target, digests, root, categorical)
-    X, y = arrays["X"], arrays["y"]
+    X = arrays["X"]
+    y, y_test, class_names, task = encode_labels(arrays["labels"], arrays.get("labels_test"),
+                                                 labels_where(path, test, fmt, target), task, argument)
     if test is None:
         try:
             tr, te = train_test_split(np.arange(len(y)), test_size=test_fraction, random_state=seed,
-                                      stratify=y)
+                                      stratify=None if task == "regression" else y)
         except ValueError as exc:    # too few rows of a class to stratify
             raise ValueError(f"{path}: cannot hold out a stratified test_fraction={test_fraction} of its "
                              f"{len(y)} rows ({exc}); give more rows or a test file (test_path)") from exc
         tr, te = np.sort(tr), np.sort(te)
         X_tr, y_tr, X_te, y_te = X[tr], y[tr], X[te], y[te]
     else:
-        X_tr, y_tr, X_te, y_te = X, y, arrays["X_test"], arrays["y_test"]
+        X_tr, y_tr, X_te, y_te = X, y, arrays["X_test"], y_test
     checksum = f"sha256 {digests[0]} of {path} (a local file)"
     if test is not None:
         checksum += f"; sha256 {digests[1]} of {test} (the test file)"
-    return FileData(X_tr, y_tr, X_te, y_te, [str(s) for s in arrays["feature_names"]],
-                    tuple(str(s) for s in arrays["class_names"]), str(path), checksum,
-                    *table_encoding.unpack(arrays))
+    return FileData(X_tr, y_tr, X_te, y_te, [str(s) for s in arrays["feature_names"]], class_names,
+                    str(path), checksum, *table_encoding.unpack(arrays), task=task)
+
+
+def file_task(path, target: str | None = None, test_path=None, query_path=None, task: str = AUTO,
+              root=None, categorical="auto", argument: str = "task") -> str:
+    """The task of a data file, as :func:`load` (or, for ranking, ``ranking_files.load``) reads it:
+    ``ranking`` for a LIBSVM file with query ids or group sizes
+    (:func:`gbfs.data.reading.ranking_files.has_queries`), else the task of its target
+    (:func:`gbfs.data.reading.file_labels.detect_task`; parsed once, then read from the cache).
+    A given ``task`` is checked against the file: ``ValueError`` naming ``argument`` when the file
+    cannot be read as that task."""
+    path, test, fmt, target = check_file(path, target, test_path)
+    queries = fmt == "libsvm" and ranking_files.has_queries(path, query_path)
+    if task == "ranking" or (task == AUTO and queries):
+        if not queries:
+            raise ValueError(f"{argument}='ranking': {path} is no ranking file; a ranking file is LIBSVM "
+                             f"with "
+                             f"qid: on its lines or a {path.name}.query file of group sizes next to it")
+        return "ranking"
+    if query_path is not None:
+        raise ValueError(f"query_path is only read for a ranking file ({argument}=ranking or auto), "
+                         f"got {argument}={task!r}")
+    return load(path, target, test_path=test, root=root, categorical=categorical, task=task,
+                argument=argument).task
 
 
 def cache_path(path, target: str | None, test_path, root=None, digests: list[str] | None = None,
@@ -230,12 +269,21 @@ def cache_path(path, target: str | None, test_path, root=None, digests: list[str
     return data_root(root) / NAME / "prepared" / f"{stem}-{key}.npz"
 
 
-def describe(path, target: str | None = None, test_path=None, root=None, categorical="auto") -> dict:
+def describe(path, target: str | None = None, test_path=None, root=None, categorical="auto", task: str = AUTO,
+             query_path=None) -> dict:
     """What :func:`load` would load, without caching anything: ``format``, ``rows``, ``columns``,
-    ``feature_names``, ``target``, ``classes`` (value -> count), ``text_columns``, ``nan``
-    (feature -> count of NaN), ``cache`` (its path, and whether it exists), ``problem`` (the error
-    :func:`load` would raise on the contents, or None).  Raises as :func:`check_file` does."""
+    ``feature_names``, ``target``, ``classes`` (value -> count), ``task`` (the detected or given one,
+    None when the labels refuse it), ``target_range`` (a regression's smallest and largest value),
+    ``text_columns``, ``nan`` (feature -> count of NaN), ``cache`` (its path, and whether it exists),
+    ``problem`` (the error :func:`load` would raise on the contents, or None).  A ranking file
+    (:func:`file_task`) is :func:`gbfs.data.reading.ranking_files.describe`'s.  Raises as
+    :func:`check_file` does."""
     path, test, fmt, target = check_file(path, target, test_path)
+    queries = fmt == "libsvm" and ranking_files.has_queries(path, query_path)
+    if fmt == "libsvm" and (task == "ranking" or (task == AUTO and queries)):
+        return ranking_files.describe(path, query_path, test)
+    if task == "ranking" or query_path is not None:
+        file_task(path, target, test, query_path, task)   # raises, saying what a ranking file is
     if fmt in TABLES:
         df = _read_table(path, fmt)
         features = [c for c in df.columns if c != target]
@@ -253,10 +301,15 @@ def describe(path, target: str | None = None, test_path=None, root=None, categor
     cache = cache_path(path, target, test, root, categorical=categorical)
     info.update(format=fmt, path=str(path), test_path=None if test is None else str(test), target=target,
                 nan={str(k): int(v) for k, v in nan.items() if v}, cache=str(cache),
-                cache_exists=cache.is_file(), problem=None)
+                cache_exists=cache.is_file(), problem=None, task=None, target_range=None)
     try:
         parsed = _parse(path, test, fmt, target, categorical)
         info["categorical"] = [info["feature_names"][j] for j in parsed["categorical"]]
+        y, y_test, _, info["task"] = encode_labels(parsed["labels"], parsed.get("labels_test"),
+                                                   labels_where(path, test, fmt, target), task)
+        if info["task"] == "regression":
+            every = y if y_test is None else np.concatenate([y, y_test])
+            info["target_range"] = (float(every.min()), float(every.max()))
     except (ValueError, FormatError) as exc:
         info["problem"] = str(exc)
     return info
@@ -316,17 +369,18 @@ def _read_cache(path: Path, with_test: bool) -> tuple[dict | None, str | None]:
     if digest != recorded:
         return None, (f"{path} has sha256 {digest}, not the {recorded} recorded when it was written: it was "
                       f"truncated, corrupted or rewritten")
-    want = _REQUIRED + (("X_test", "y_test") if with_test else ())
+    want = _REQUIRED + (("X_test", "labels_test") if with_test else ())
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in want if k in npz.files}
     except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
         return None, f"{path}: cannot read the cache ({type(exc).__name__}: {exc})"
-    X, y = arrays.get("X"), arrays.get("y")
+    X, y = arrays.get("X"), arrays.get("labels")
     ok = len(arrays) == len(want) and X.ndim == 2 and y.shape == (len(X),) \
-        and arrays["feature_names"].shape == (X.shape[1],) and arrays["class_names"].shape == (2,)
+        and arrays["feature_names"].shape == (X.shape[1],)
     if ok and with_test:
-        ok = arrays["X_test"].shape[1:] == X.shape[1:] and arrays["y_test"].shape == (len(arrays["X_test"]),)
+        ok = arrays["X_test"].shape[1:] == X.shape[1:] \
+            and arrays["labels_test"].shape == (len(arrays["X_test"]),)
     if not ok:
         return None, f"{path}: not a cache of a data file (arrays missing or of inconsistent shapes)"
     if any(arrays[k].dtype != np.float64 for k in ("X", "X_test") if k in arrays):

@@ -58,6 +58,40 @@ def read(path: str | os.PathLike, query_path: str | os.PathLike | None = None, n
     return X.toarray(), y.astype(np.int64), sizes
 
 
+def has_queries(path: str | os.PathLike, query_path: str | os.PathLike | None = None) -> bool:
+    """Whether a LIBSVM file is ranking data: ``query_path`` is given, ``<path>.query`` exists, or
+    its first data line has ``qid:`` (as every line then must)."""
+    if query_path is not None or Path(f"{path}.query").is_file():
+        return True
+    with open(path, "rb") as f:
+        for line in f:
+            line = line.split(b"#", 1)[0].strip()
+            if line:
+                return b" qid:" in line
+    return False
+
+
+def describe(path, query_path=None, test_path=None) -> dict:
+    """What :func:`load` would load from a ranking file, as ``gbfs.data.reading.files.describe``
+    says it of other files: ``task`` ("ranking"), ``rows``, ``columns``, ``feature_names``,
+    ``queries``, ``classes`` (relevance -> count), ``query_path`` (the group sizes read, or None for
+    the ``qid:`` of the lines), ``problem`` (the error :func:`read` raises, or None)."""
+    sidecar = Path(query_path) if query_path is not None else Path(f"{path}.query")
+    info = {"format": "libsvm", "path": str(Path(path).resolve()), "target": None, "task": "ranking",
+            "test_path": None if test_path is None else str(test_path), "text_columns": [], "nan": {},
+            "query_path": str(sidecar.resolve()) if sidecar.is_file() else None, "problem": None,
+            "rows": 0, "columns": 0, "feature_names": [], "queries": 0, "classes": {}, "target_range": None}
+    try:
+        X, y, sizes = read(path, query_path)
+    except (FormatError, FileNotFoundError) as exc:
+        info["problem"] = str(exc)
+        return info
+    values, counts = np.unique(y, return_counts=True)
+    info.update(rows=len(y), columns=X.shape[1], feature_names=[f"f{j}" for j in range(X.shape[1])],
+                queries=len(sizes), classes=dict(zip(values.tolist(), counts.tolist())))
+    return info
+
+
 def _runs(qid: np.ndarray, path: Path) -> np.ndarray:
     change = np.flatnonzero(np.diff(qid)) + 1
     starts = np.concatenate([[0], change])
