@@ -28,9 +28,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import validation as V
 from ..booster.callbacks import early_stopping
 from ..estimators import categorical_input
-from ..estimators.model_io import params_json
 from ..io import envelope
-from ..io.categorical_io import categories_from_json, categories_json
+from .lightgbm_files import LightGBMModelFile
 from .lightgbm_history import Recorder, first_use_order, history_feval
 
 KINDS = ("full", "topk", "cegb")
@@ -57,7 +56,7 @@ def _owned_aliases() -> dict:
 
 
 @envelope.register_model
-class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
+class LightGBMBaseline(LightGBMModelFile, ClassifierMixin, SelectorMixin, BaseEstimator):
     """LightGBM binary classifier (GBDT-Full, GBDT-topK or CEGB) with GBFSClassifier's interface.
 
     Parameters
@@ -359,69 +358,3 @@ class LightGBMBaseline(ClassifierMixin, SelectorMixin, BaseEstimator):
     def _get_support_mask(self) -> np.ndarray:
         check_is_fitted(self, "booster_")
         return np.isin(np.arange(self.n_features_in_), self.selected_features_)
-
-    # -- model files -------------------------------------------------------------------------------
-    def save_model(self, path) -> None:
-        """Write the fitted model as JSON (never pickle), atomically, in the envelope of every gbfs
-        model (:mod:`gbfs.io.envelope`); ``gbfs.load_model`` or :meth:`load_model` reads it.
-
-        Keys besides the envelope's: ``params``, ``classes``, ``n_features_in``, ``feature_names_in``,
-        ``columns``, ``selected_features``, ``best_iteration``, ``booster`` (LightGBM's model text).
-        """
-        envelope.save(self, path)
-
-    def _model_body(self) -> dict:
-        check_is_fitted(self, "booster_")
-        names = getattr(self, "feature_names_in_", None)
-        return {"params": params_json(self), "classes": self._classes_body(),
-                "n_features_in": int(self.n_features_in_),
-                "feature_names_in": None if names is None else [str(c) for c in names],
-                "columns": self.columns_.tolist(), "selected_features": self.selected_features_.tolist(),
-                "best_iteration": self.best_iteration_,
-                "booster": self.booster_.model_to_string(num_iteration=-1),
-                **({"categorical": categories_json(self)} if len(self.categorical_features_) else {})}
-
-    @classmethod
-    def _from_model_body(cls, body: dict) -> LightGBMBaseline:
-        try:
-            return cls(**body["params"])._restore(body)
-        except lgb.basic.LightGBMError as e:
-            raise ValueError(f"malformed model file (LightGBMError: {e})") from e
-
-    @classmethod
-    def load_model(cls, path) -> LightGBMBaseline:
-        """Read a file written by :meth:`save_model` (or by an older gbfs, whose baseline files had
-        their own ``gbfs-lightgbm-baseline`` envelope); returns a fitted estimator.
-
-        Raises
-        ------
-        ValueError
-            If the file is not valid JSON, has another format or version, fails its checksum, holds
-            another estimator or is inconsistent (columns, selected features, booster).
-        """
-        return envelope.load_model(path, cls)
-
-    def _restore(self, body: dict) -> LightGBMBaseline:
-        d = body["n_features_in"]
-        if not isinstance(d, int) or d < 1:
-            raise ValueError("n_features_in must be a positive int")
-        self.n_features_in_ = d
-        if body["feature_names_in"] is not None:
-            if len(body["feature_names_in"]) != d:
-                raise ValueError("feature_names_in has the wrong length")
-            self.feature_names_in_ = np.asarray(body["feature_names_in"], dtype=object)
-        self._restore_classes(body["classes"])
-        columns = np.asarray(body["columns"], dtype=np.int64)
-        booster = lgb.Booster(model_str=body["booster"])
-        if (columns.ndim != 1 or columns.shape[0] != booster.num_feature() or np.unique(columns).size
-                != columns.size or columns.min() < 0 or columns.max() >= d):
-            raise ValueError("columns do not match the booster's features")
-        if body["best_iteration"] is not None and not isinstance(body["best_iteration"], int):
-            raise ValueError("best_iteration must be an int or null")
-        none = (np.zeros(0, np.int64), [])
-        self.categorical_features_, self.categories_ = (
-            categories_from_json(body["categorical"], d) if "categorical" in body else none)
-        self._set_fitted(booster, columns, [], body["best_iteration"])
-        if self.selected_features_.tolist() != body["selected_features"]:
-            raise ValueError("selected_features do not match the booster's splits")
-        return self

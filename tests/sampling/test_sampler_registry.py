@@ -111,7 +111,7 @@ def test_register_refuses_what_the_estimator_cannot_configure(systematic):
 def test_a_registered_sampler_without_a_lightgbm_equivalent_is_refused_on_lightgbm(systematic):
     """The harness maps only the samplers LightGBM has (bagging, GOSS); a newly registered one is
     refused on a LightGBM method, naming it, and never taken for one of them."""
-    from runners.core.sampler_config import LIGHTGBM_SAMPLERS, lightgbm_sampling
+    from runners.core.estimators import LIGHTGBM_SAMPLERS, lightgbm_sampling
 
     assert NAME not in LIGHTGBM_SAMPLERS
     with pytest.raises(ValueError, match=r"sampler='systematic' has no LightGBM equivalent"):
