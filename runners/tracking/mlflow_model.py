@@ -55,7 +55,8 @@ LIGHTGBM_REQUIREMENTS = ("mlflow", "numpy", "pandas", "scikit-learn", "scipy", "
 
 class GBFSPyfunc:
     """The pyfunc model of a gbfs model file: ``predict(df)`` is the model's probability of
-    ``classes_[1]`` (a regressor: its prediction) for the rows of ``df``.
+    ``classes_[1]`` (more than two classes: of every class, a column each in the order of
+    ``classes_``; a regressor or ranker: its prediction) for the rows of ``df``.
 
     Parameters
     ----------
@@ -71,7 +72,9 @@ class GBFSPyfunc:
         self.model, self.columns, self.task = model, dict(columns), task
 
     def predict(self, model_input, params: dict | None = None) -> np.ndarray:
-        """The positive class's probability (a regressor: the prediction), shape (n_rows,).
+        """The positive class's probability (a regressor: the prediction), shape (n_rows,); with
+        more than two classes the probability of each, shape (n_rows, n_classes), as a LightGBM
+        multiclass booster's pyfunc returns.
 
         ``model_input`` is a DataFrame with the input columns (and the task column); the model's
         other columns are 0.  Or an array of every column of the model's ``X`` (a multitask model
@@ -97,7 +100,8 @@ class GBFSPyfunc:
             X, task = np.asarray(model_input, dtype=np.float64), None
         args = (X,) if task is None else (X, task)
         if hasattr(self.model, "predict_proba"):
-            return self.model.predict_proba(*args)[:, 1]
+            proba = self.model.predict_proba(*args)
+            return proba[:, 1] if proba.shape[1] == 2 else proba
         return np.asarray(self.model.predict(*args), dtype=np.float64)
 
 
@@ -258,7 +262,10 @@ def log_model(model, model_file: str | Path, X: np.ndarray, feature_names: Seque
     used = input_columns(model)
     features = [names[j] for j in used]
     example = np.asarray(X)[:EXAMPLE_ROWS][:, used]
-    info = {"output": "probability of classes[1], 1-D" if hasattr(model, "predict_proba") else "prediction",
+    classes = len(getattr(model, "classes_", ()))
+    output = ("prediction" if not hasattr(model, "predict_proba") else "probability of classes[1], 1-D"
+              if classes <= 2 else f"probability of each of the {classes} classes, (n_rows, {classes})")
+    info = {"output": output,
             **({"classes": [str(c) for c in model.classes_]} if hasattr(model, "classes_") else {}),
             **(metadata or {})}
     if hasattr(model, "booster_"):      # a LightGBM baseline: MLflow's flavour of its booster

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import mlflow
 import numpy as np
+import pandas as pd
 import pytest
 from harness_utils import compose_cfg
 from mlflow.tracking import MlflowClient
@@ -80,6 +82,11 @@ def test_multiclass_csv_runs_our_method_and_lightgbm(tmp_path, capsys):
         assert type(model).__name__ == cls and len(model.classes_) == 4
         accuracy = float(np.mean(model.predict(ds.X_test) == ds.y_test))
         assert run.data.metrics["test_accuracy"] == pytest.approx(accuracy)
+        # the logged MLflow model returns every class's probability, as the model file does
+        pyfunc = mlflow.pyfunc.load_model(f"runs:/{run.info.run_id}/model")
+        columns = pyfunc.metadata.get_input_schema().input_names()
+        frame = pd.DataFrame(ds.X_test, columns=list(ds.feature_names))[columns]
+        assert np.allclose(pyfunc.predict(frame), model.predict_proba(ds.X_test), rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.slow
