@@ -15,7 +15,8 @@ def _axes(ax, figsize):
 
 
 def plot_importance(model, *, importance_type: str = "gain", max_num_features: int | None = 20,
-                    ax=None, figsize=(6.0, 4.0), title: str = "Feature importance"):
+                    ax=None, figsize=(6.0, 4.0), title: str = "Feature importance",
+                    feature_names=None):
     """A horizontal bar per used feature of a fitted gbfs model, largest on top.
 
     Parameters
@@ -27,6 +28,9 @@ def plot_importance(model, *, importance_type: str = "gain", max_num_features: i
         At most this many bars (None: every feature with a non-zero importance).
     ax : matplotlib Axes, optional
         Drawn into; a new figure otherwise.
+    feature_names : sequence of str, optional
+        A name per feature of the model's ``X``; default: the model's ``feature_names_in_`` (fitted
+        on a DataFrame), else ``x0, x1, ...``.
 
     Returns
     -------
@@ -35,8 +39,10 @@ def plot_importance(model, *, importance_type: str = "gain", max_num_features: i
     if max_num_features is not None and (not isinstance(max_num_features, int) or max_num_features < 1):
         raise ValueError(f"max_num_features must be a positive int or None, got {max_num_features!r}")
     values = np.asarray(model.feature_importance(importance_type), dtype=np.float64)
-    names = getattr(model, "feature_names_in_", None)
+    names = getattr(model, "feature_names_in_", None) if feature_names is None else feature_names
     names = [str(n) for n in names] if names is not None else [f"x{i}" for i in range(len(values))]
+    if len(names) != len(values):
+        raise ValueError(f"feature_names has {len(names)} names for the model's {len(values)} features")
     order = [int(i) for i in np.argsort(-values, kind="stable") if values[i] > 0][:max_num_features]
     ax = _axes(ax, figsize)
     ax.barh(range(len(order))[::-1], values[order], color="tab:blue")

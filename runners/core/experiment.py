@@ -41,6 +41,7 @@ from runners.core.estimators import (  # noqa: F401 (runners and tests import th
     with_sampler,
     with_task,
 )
+from runners.tracking import mlflow_native, run_figures
 from runners.tracking.figures import correlation_heatmap
 from runners.tracking.run_log import RunLog
 
@@ -239,3 +240,19 @@ def log_outcome(out: Outcome, ds: Dataset, run_log: RunLog, heatmap: bool = True
             png = correlation_heatmap(ds.X_train, out.selected, ds.feature_names,
                                       Path(tmp) / "correlations.png")
             run_log.artifact(png)
+        if out.tasks is None and cfg.tracking.get("log_figures", True):
+            _log_figures(out, ds, run_log, Path(tmp), cfg)
+
+
+def _log_figures(out: Outcome, ds: Dataset, run_log: RunLog, tmp: Path, cfg: DictConfig) -> None:
+    """The model's feature importance (JSON and bar chart) and, for a binary model scored on test,
+    its ROC and precision-recall curves (:mod:`runners.tracking.run_figures`)."""
+    title = f"{cfg.method.name} on {mlflow_native.dataset_label(cfg.dataset)}"
+    if hasattr(out.model, "feature_importance"):
+        run_log.text(run_figures.importance_record(out.model, ds.feature_names), run_figures.IMPORTANCE_JSON)
+        run_log.artifact(run_figures.importance_figure(out.model, ds.feature_names,
+                                                       tmp / run_figures.IMPORTANCE_PNG, title))
+    task = task_of(cfg.method)
+    if task is tasks.BINARY and "test_auc" in out.metrics:
+        score = task.predict(out.model, ds.X_test)
+        run_log.artifact(run_figures.roc_pr_figure(ds.y_test, score, tmp / run_figures.ROC_PR_PNG, title))

@@ -50,6 +50,11 @@ def test_plot_importance_orders_the_used_features(fitted):
     np.testing.assert_allclose(widths, np.sort(gain)[::-1][:2])
     with pytest.raises(ValueError, match="max_num_features"):
         plot_importance(est, max_num_features=0)
+    # names given for a model fitted on an array, as the harness passes its dataset's
+    named = plot_importance(est, max_num_features=2, feature_names=[f"gene{i}" for i in range(len(gain))])
+    assert {t.get_text() for t in named.get_yticklabels()} == {n.replace("c", "gene") for n in top}
+    with pytest.raises(ValueError, match="feature_names has 1 names"):
+        plot_importance(est, feature_names=["only"])
 
 
 def test_plot_metric_draws_one_curve_per_data_set(fitted):

@@ -63,6 +63,15 @@ def test_run_logs_params_metrics_curves_artifacts(tmp_path):
     assert sel["n_selected_features"] == r.data.metrics["n_selected_features"]
     assert [f["name"] for f in sel["features"]] == [f"f{j}" for j in model.selected_features_]
     assert (local / "correlations.png").read_bytes()[:4] == b"\x89PNG"
+    # what the UI shows of the model: every used feature's gain and splits, a bar chart, ROC and PR
+    importance = json.loads((local / "feature_importance.json").read_text())
+    gain, splits = model.feature_importance("gain"), model.feature_importance("split")
+    assert [f["index"] for f in importance["features"]] == sorted(np.flatnonzero(splits),
+                                                                  key=lambda j: (-gain[j], j))
+    assert all(f["gain"] == gain[f["index"]] and f["split"] == splits[f["index"]] and
+               f["name"] == f"f{f['index']}" for f in importance["features"])
+    for png in ("feature_importance.png", "roc_pr.png"):
+        assert (local / png).read_bytes()[:4] == b"\x89PNG"
     # the logged model is the evaluated one: its test AUC is the logged one
     ds = load_dataset("gisette_like", scale=0.05, feature_scale=0.02, seed=3)
     from gbfs.booster.losses.metrics import roc_auc
