@@ -7,8 +7,8 @@ params and the resolved config as ``config.yaml``; the metrics of
 ``elapsed_seconds`` by iteration; the selected features (JSON), their correlation heatmap (PNG),
 the features' importance (JSON and PNG), a binary model's ROC and precision-recall curves on test
 (:mod:`runners.tracking.run_figures`) and the model file; its data splits as MLflow dataset inputs
-and the model as the MLflow model ``runs:/<run_id>/model`` (:mod:`runners.tracking.mlflow_native`);
-tags method, dataset, seed, git commit,
+and the model as the MLflow model ``runs:/<run_id>/<method>-<dataset>``
+(:mod:`runners.tracking.mlflow_native`); tags method, dataset, seed, git commit,
 and ``budget`` (tag and param) when the method has a hard feature budget (:mod:`runners.core.budget`);
 with ``stability.enabled``, the selection stability (:mod:`runners.core.stability`).  Every run is
 ended on every exit path and the exception re-raised: FAILED on an error, KILLED on Ctrl-C or

@@ -14,6 +14,13 @@ TINY = ["dataset=gisette_like", "dataset.scale=0.05", "dataset.kwargs.feature_sc
         "method.params.n_estimators=15"]
 
 
+def model_uri(run) -> str:
+    """``runs:/<run_id>/<method>-<dataset>``: the MLflow model a run logged, by its name."""
+    from runners.tracking.mlflow_model import model_name
+
+    return f"runs:/{run.info.run_id}/{model_name(run.data.tags['method'], run.data.tags['dataset'])}"
+
+
 def compose_cfg(root: Path, overrides: list[str], hydra_cfg: bool = False):
     """The composed config with every path under ``root`` (a fresh MLflow store per test)."""
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):

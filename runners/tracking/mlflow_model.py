@@ -1,4 +1,4 @@
-"""A run's fitted model as an MLflow model, ``runs:/<run_id>/model``, loadable with
+"""A run's fitted model as an MLflow model, ``runs:/<run_id>/<method>-<dataset>``, loadable with
 ``mlflow.pyfunc.load_model`` and servable with ``mlflow models serve``.
 
 A gbfs model is logged in the ``python_function`` flavour around the library's own JSON model file
@@ -43,8 +43,20 @@ import pandas as pd
 TASK_COLUMN = "task"
 #: rows of the input example stored with every logged model
 EXAMPLE_ROWS = 2
-#: the name of the logged model in its run: ``runs:/<run_id>/model``
+#: the name of a logged model without a method and a dataset: ``runs:/<run_id>/model``
 NAME = "model"
+#: characters MLflow refuses in a logged model's name
+_NOT_IN_NAMES = ("/", ":", ".", "%", '"', "'")
+
+
+def model_name(method: str, dataset: str) -> str:
+    """The logged model's name, ``<method>-<dataset>`` (``agbm-gisette_like``; a data file ``my.csv``:
+    ``agbm-my_csv``), so that MLflow's Models tab tells the models apart; the run's model is then
+    ``runs:/<run_id>/<name>``."""
+    name = f"{method}-{dataset}"
+    for c in _NOT_IN_NAMES:
+        name = name.replace(c, "_")
+    return name
 #: the side-car of the model file: the input columns (name: column of the model's X), the task column
 _COLUMNS = "columns.json"
 #: what a logged gbfs model needs besides the ``gbfs`` library itself (not on a package index:
@@ -224,8 +236,10 @@ def _example(X: np.ndarray, features: Sequence[str], task_ids=None, task: str | 
 
 
 def log_model(model, model_file: str | Path, X: np.ndarray, feature_names: Sequence[str], *,
-              task_ids: np.ndarray | None = None, metadata: dict | None = None, step: int = 0):
-    """Log ``model`` to the active run as the MLflow model :data:`NAME`; return MLflow's ``ModelInfo``.
+              task_ids: np.ndarray | None = None, metadata: dict | None = None, step: int = 0,
+              name: str = NAME):
+    """Log ``model`` to the active run as the MLflow model ``name`` (:func:`model_name`); return
+    MLflow's ``ModelInfo``.
 
     Parameters
     ----------
@@ -246,6 +260,8 @@ def log_model(model, model_file: str | Path, X: np.ndarray, feature_names: Seque
         Stored in the ``MLmodel`` file (e.g. the class names).
     step : int
         The step of the run's metrics to link to the model (the final metrics' step).
+    name : str
+        The logged model's name: ``runs:/<run_id>/<name>`` (default :data:`NAME`).
 
     Raises
     ------
@@ -273,7 +289,7 @@ def log_model(model, model_file: str | Path, X: np.ndarray, feature_names: Seque
             # no serving-input check: it loads the model and scores the example, seconds for a
             # booster on thousands of columns, and MLflow would only warn on a failure
             return mlflow.lightgbm.log_model(
-                model.booster_, name=NAME, signature=_signature(features, None),
+                model.booster_, name=name, signature=_signature(features, None),
                 input_example=_example(example, features), metadata=info, step=step,
                 pip_requirements=requirements(LIGHTGBM_REQUIREMENTS), validate_serving_input=False)
     task = task_column(names) if takes_task(model) else None
@@ -286,6 +302,6 @@ def log_model(model, model_file: str | Path, X: np.ndarray, feature_names: Seque
         shutil.copyfile(model_file, folder / "model.json")
         (folder / _COLUMNS).write_text(json.dumps({"columns": dict(zip(features, used)), "task": task}))
         return mlflow.pyfunc.log_model(
-            name=NAME, loader_module="mlflow_model", data_path=str(folder), code_paths=[__file__],
+            name=name, loader_module="mlflow_model", data_path=str(folder), code_paths=[__file__],
             signature=_signature(features, task), input_example=_example(example, features, task_ids, task),
             pip_requirements=requirements(GBFS_REQUIREMENTS), metadata=info, step=step)

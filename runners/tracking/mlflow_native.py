@@ -16,8 +16,8 @@ with
 * the context tag ``mlflow.data.context``: the split.
 
 **Model.** With ``tracking.log_model`` (default true) a run that logs ``model.json`` also logs it
-as the MLflow model ``runs:/<run_id>/model`` (:func:`runners.tracking.mlflow_model.log_model`), linked to
-the run's final metrics.
+as the MLflow model ``runs:/<run_id>/<method>-<dataset>`` (``agbm-gisette_like``;
+:func:`runners.tracking.mlflow_model.log_model`), linked to the run's final metrics.
 
 **The UI** (:func:`configure_ui`, every runner at start).  MLflow 3.17's UI opens an experiment in
 the mode of its "GenAI | Model training" switch, which each browser keeps and which starts on GenAI
@@ -251,7 +251,8 @@ def log_model(cfg: DictConfig, model, ds: Dataset, model_file: str | Path, step:
     if categorical and ds.categories is not None:   # such a column holds codes: say what each stands for
         meta["categories"] = {ds.feature_names[j]: list(c) for j, c in zip(categorical, ds.categories)}
     mlflow_model.log_model(model, model_file, ds.X_train, ds.feature_names, task_ids=ds.task_train,
-                           metadata=meta, step=step)
+                           metadata=meta, step=step,
+                           name=mlflow_model.model_name(meta["method"], meta["dataset"]))
 
 
 def runs_view_state(search: str | None = None) -> dict:

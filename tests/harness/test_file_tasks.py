@@ -10,7 +10,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from harness_utils import compose_cfg
+from harness_utils import compose_cfg, model_uri
 from mlflow.tracking import MlflowClient
 from sklearn.metrics import r2_score
 
@@ -83,7 +83,7 @@ def test_multiclass_csv_runs_our_method_and_lightgbm(tmp_path, capsys):
         accuracy = float(np.mean(model.predict(ds.X_test) == ds.y_test))
         assert run.data.metrics["test_accuracy"] == pytest.approx(accuracy)
         # the logged MLflow model returns every class's probability, as the model file does
-        pyfunc = mlflow.pyfunc.load_model(f"runs:/{run.info.run_id}/model")
+        pyfunc = mlflow.pyfunc.load_model(model_uri(run))
         columns = pyfunc.metadata.get_input_schema().input_names()
         frame = pd.DataFrame(ds.X_test, columns=list(ds.feature_names))[columns]
         assert np.allclose(pyfunc.predict(frame), model.predict_proba(ds.X_test), rtol=1e-6, atol=1e-9)

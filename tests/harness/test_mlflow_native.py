@@ -15,7 +15,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from harness_utils import TINY, compose_cfg
+from harness_utils import TINY, compose_cfg, model_uri
 from mlflow.tracking import MlflowClient
 from omegaconf import open_dict
 
@@ -68,7 +68,7 @@ def test_the_pyfunc_model_predicts_exactly_as_the_model_file(tracking_at, tmp_pa
     r = store["runs"]["agbm"]
     ds = experiment.load_data(store["cfg"])
     expected = gbfs.load_model(_model_file(store["client"], r.info.run_id, tmp_path)).predict_proba(ds.X_test)
-    model = mlflow.pyfunc.load_model(f"runs:/{r.info.run_id}/model")
+    model = mlflow.pyfunc.load_model(model_uri(r))
     with caplog.at_level(logging.WARNING, logger="mlflow"):
         got = model.predict(_frame(ds.X_test, ds.feature_names))   # float32 columns: converted to double
     # MLflow's warning about the ignored columns says how many, not each of them (kilobytes)
@@ -92,7 +92,7 @@ def test_the_pyfunc_model_predicts_exactly_as_the_model_file(tracking_at, tmp_pa
     # runners package needed to load it), the library's JSON file as data
     assert info.metadata["output"].startswith("probability of classes[1]")
     assert info.metadata["dataset"] == "gisette_like" and info.metadata["method"] == "agbm"
-    local = Path(mlflow.artifacts.download_artifacts(f"runs:/{r.info.run_id}/model",
+    local = Path(mlflow.artifacts.download_artifacts(model_uri(r),
                                                      dst_path=str(tmp_path / "m")))
     assert (local / "code" / "mlflow_model.py").read_text() == Path(mlflow_model.__file__).read_text()
     assert (local / "data" / "model" / "model.json").read_bytes() == \
@@ -104,7 +104,8 @@ def test_the_pyfunc_model_predicts_exactly_as_the_model_file(tracking_at, tmp_pa
     # the logged model carries the run's final metrics
     (output,) = MlflowClient().get_run(r.info.run_id).outputs.model_outputs
     logged = MlflowClient().get_logged_model(output.model_id)
-    assert logged.source_run_id == r.info.run_id and logged.name == "model"
+    # named after its method and data set, so the Models tab tells the models apart
+    assert logged.source_run_id == r.info.run_id and logged.name == "agbm-gisette_like"
     assert {m.key: m.value for m in logged.metrics}["test_auc"] == r.data.metrics["test_auc"]
 
 
@@ -114,7 +115,7 @@ def test_lightgbm_baselines_use_the_lightgbm_flavour(tracking_at, tmp_path, meth
     r = store["runs"][method]
     ds = experiment.load_data(store["cfg"])
     baseline = LightGBMBaseline.load_model(_model_file(store["client"], r.info.run_id, tmp_path))
-    uri = f"runs:/{r.info.run_id}/model"
+    uri = model_uri(r)
     model = mlflow.pyfunc.load_model(uri)
     assert "lightgbm" in model.metadata.flavors
     # GBDT-topK's booster sees its k columns, in rank order; the full frame is accepted all the same
@@ -302,7 +303,7 @@ def test_tuning_trials_and_refit_log_their_data_and_the_refit_its_model(tmp_path
     assert sorted(i.tags[0].value for i in refit.inputs.dataset_inputs) == ["test", "train", "validation"]
     ds = experiment.load_data(cfg)
     expected = gbfs.load_model(_model_file(client, refit.info.run_id, tmp_path)).predict_proba(ds.X_test)
-    pyfunc = mlflow.pyfunc.load_model(f"runs:/{refit.info.run_id}/model")
+    pyfunc = mlflow.pyfunc.load_model(model_uri(refit))
     assert np.array_equal(pyfunc.predict(_frame(ds.X_test, ds.feature_names)), expected[:, 1])
 
 
@@ -316,7 +317,7 @@ def test_a_multitask_model_takes_the_task_in_a_column(tmp_path, restore_mlflow):
     (r,) = client.search_runs([client.get_experiment_by_name("gbfs").experiment_id])
     ds = experiment.load_data(cfg)
     model = gbfs.load_model(_model_file(client, r.info.run_id, tmp_path))
-    pyfunc = mlflow.pyfunc.load_model(f"runs:/{r.info.run_id}/model")
+    pyfunc = mlflow.pyfunc.load_model(model_uri(r))
     assert pyfunc.metadata.get_input_schema().input_names()[-1] == mlflow_model.TASK_COLUMN
     frame = _frame(ds.X_test, ds.feature_names).assign(task=ds.task_test)
     assert np.array_equal(pyfunc.predict(frame), model.predict_proba(ds.X_test, ds.task_test)[:, 1])

@@ -15,7 +15,7 @@ import mlflow
 import numpy as np
 import pandas as pd
 import pytest
-from harness_utils import TINY, compose_cfg, wait_for
+from harness_utils import TINY, compose_cfg, model_uri, wait_for
 from mlflow.tracking import MlflowClient
 
 import gbfs
@@ -50,13 +50,13 @@ def _expected(store, tmp_path) -> tuple[object, np.ndarray]:
 
 # ------------------------------------------------------------------------------- mlflow models serve
 
-def _serve(run_id: str, uri: str, log: Path) -> tuple[subprocess.Popen, str]:
+def _serve(model: str, uri: str, log: Path) -> tuple[subprocess.Popen, str]:
     from runners.tracking.local_server import free_port
 
     port = free_port()
     with open(log, "wb") as out:   # a file, not a pipe: nobody reads a pipe while the test runs
         proc = subprocess.Popen([sys.executable, "-m", "mlflow", "models", "serve", "-m",
-                                 f"runs:/{run_id}/model", "--env-manager", "local", "-h", "127.0.0.1",
+                                 model, "--env-manager", "local", "-h", "127.0.0.1",
                                  "-p", str(port)],
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 env={**os.environ, "MLFLOW_TRACKING_URI": uri})
@@ -69,7 +69,7 @@ def test_mlflow_models_serve_answers_as_the_model_file(store, tmp_path):
     r = store["run"]
     ds, expected = _expected(store, tmp_path)
     log = tmp_path / "serve.log"
-    proc, url = _serve(r.info.run_id, store["uri"], log)
+    proc, url = _serve(model_uri(r), store["uri"], log)
     try:
         wait_for(lambda: answers(url, "/ping") or proc.poll() is not None,
                  "mlflow models serve to answer /ping")
@@ -93,7 +93,7 @@ def test_the_model_loads_without_the_harness(store, tmp_path):
     script = ("import sys; sys.modules['runners'] = None\n"
               "import mlflow, numpy as np, pandas as pd\n"
               f"X = pd.DataFrame(np.load({str(tmp_path / 'X.npy')!r}), columns={ds.feature_names!r})\n"
-              f"m = mlflow.pyfunc.load_model('runs:/{r.info.run_id}/model')\n"
+              f"m = mlflow.pyfunc.load_model({model_uri(r)!r})\n"
               f"np.save({str(tmp_path / 'p.npy')!r}, m.predict(X))\n")
     res = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
                          timeout=600, env={**os.environ, "MLFLOW_TRACKING_URI": store["uri"]})
