@@ -109,6 +109,39 @@ def aggregate_seeds(rows: list[dict], columns: Sequence[str]) -> tuple[list[dict
     return out, [*(c for c in columns if c != "seed"), "seeds"]
 
 
+#: the score a sweep's chart plots against the number of selected features, per task: the first of
+#: these a sweep's rows have
+CHART_SCORES = (("test_auc", "test AUC"), ("test_accuracy", "test accuracy"), ("test_r2", "test R²"),
+                ("test_ndcg_at_10", "test NDCG@10"))
+
+
+def chart_points(rows: list[dict], columns: Sequence[str]) -> tuple[str, list[dict]]:
+    """The points of a sweep's chart, one per configuration (as :func:`aggregate_seeds` pools them):
+    ``label`` (method and the swept values), the mean and sample sd of ``n_selected_features`` (x)
+    and of the score (y; :data:`CHART_SCORES`), and ``n``, the seeds pooled.  Returns the score's
+    title and the points; rows without the score or a feature count are left out."""
+    key, title = next(((k, t) for k, t in CHART_SCORES if any(r.get(k) is not None for r in rows)),
+                      CHART_SCORES[0])
+    keys = ["method", "dataset", "budget", *(c for c in columns if c != "seed")]
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if r.get(key) is not None and r.get("n_selected_features") is not None:
+            groups.setdefault(tuple(str(r.get(k)) for k in keys), []).append(r)
+
+    def mean_sd(values: list[float]) -> tuple[float, float]:
+        mean = sum(values) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+        return mean, sd
+
+    points = []
+    for group in groups.values():
+        first = group[0]
+        label = " ".join(str(first.get(k)) for k in keys if first.get(k) not in (None, "", "None"))
+        (x, x_sd), (y, y_sd) = (mean_sd([float(r[k]) for r in group]) for k in ("n_selected_features", key))
+        points.append({"label": label, "x": x, "x_sd": x_sd, "y": y, "y_sd": y_sd, "n": len(group)})
+    return title, points
+
+
 def ui_hint(uri: str, exp_id: str | None = None) -> str:
     """How to look at the runs: the server itself for a remote store, else ``mlflow ui`` on the file;
     with ``exp_id``, the link to that experiment's runs table in the runners' view (its columns,

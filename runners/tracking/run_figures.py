@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")              # runners draw figures to files, never to a screen
 import matplotlib.pyplot as plt  # noqa: E402
@@ -68,6 +69,24 @@ def roc_pr_figure(y: np.ndarray, score: np.ndarray, path: Path, title: str) -> P
     # fixed margins: tight_layout would measure every label first, a third of the figure's time
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.13, top=0.84, wspace=0.25)
     return _save(fig, path, tight=False)
+
+
+def sweep_figure(points: Sequence[dict], score: str, path: Path, title: str) -> Path:
+    """A sweep's chart: ``score`` against the number of selected features, one point per
+    configuration with its sd over seeds as error bars in both directions
+    (:func:`runners.core.summaries.chart_points`)."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, p in enumerate(points):
+        ax.errorbar(p["x"], p["y"], xerr=p["x_sd"], yerr=p["y_sd"], fmt="o", capsize=3,
+                    color=plt.cm.tab10(i % 10), label=f"{p['label']} ({p['n']} seed{'s' * (p['n'] > 1)})")
+    ax.set(xlabel="selected features (mean ± sd over seeds)", ylabel=f"{score} (mean ± sd)", title=title)
+    xs = [p["x"] for p in points]
+    if min(xs) > 0 and max(xs) > 20 * min(xs):   # counts from a few to hundreds: a log axis
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())   # 10, 100: plain counts
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.legend(fontsize=8, loc="best")
+    return _save(fig, path)
 
 
 def _save(fig, path: Path, tight: bool = True) -> Path:

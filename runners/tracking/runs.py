@@ -38,8 +38,9 @@ from runners.tracking.workers import fail_dead_runs, proc_stat, process_alive, w
 log = logging.getLogger(__name__)
 
 #: runs that are not a fitted model of their own (their ``role`` tag): a tuning study and its trials
-#: (the study's refit is one), a selection path's parent (its nested runs, one per budget, are)
-NOT_A_RESULT = {"study", "trial", "path"}
+#: (the study's refit is one), a selection path's parent (its nested runs, one per budget, are), a
+#: sweep's summary
+NOT_A_RESULT = {"study", "trial", "path", "sweep_summary"}
 
 
 def artifact_uri(location: str | None) -> str | None:

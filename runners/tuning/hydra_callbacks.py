@@ -154,6 +154,11 @@ class PrintComparison(Callback):
     samplers does not print identical-looking rows.  A sweep over seeds prints one row per
     configuration instead, mean ± sd over its seeds
     (:func:`runners.core.summaries.aggregate_seeds`); ``+print_per_seed=true`` adds the runs' rows.
+
+    The table and the sweep's chart -- the test score against the number of selected features, one
+    point per configuration, mean ± sd over its seeds -- are also logged to a run of their own in the
+    experiment (``sweep-summary``, tag ``role=sweep_summary``; :func:`log_summary`), which the
+    comparisons leave out.
     """
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
@@ -178,10 +183,42 @@ class PrintComparison(Callback):
         if "seed" in columns and len(pooled) < len(rows):
             # the seeds of one configuration pooled: the spread over seeds is as large as many method
             # differences; ``+print_per_seed=true`` prints every run's row as well
-            print("\n" + format_table(pooled, pooled_columns) + "\n\n(mean ± sd over the seeds of each "
-                  "configuration; +print_per_seed=true adds one row per run)")
+            table = (format_table(pooled, pooled_columns) + "\n\n(mean ± sd over the seeds of each "
+                     "configuration; +print_per_seed=true adds one row per run)")
+            print("\n" + table)
             if config.get("print_per_seed"):
                 print("\n" + format_table(rows, columns))
         else:
-            print("\n" + format_table(rows, columns))
+            table = format_table(rows, columns)
+            print("\n" + table)
+        if runs:
+            log_summary(client, exp.experiment_id, str(config.hydra.sweep.dir), table, rows, columns)
         print(ui_hint(config.tracking.uri, exp.experiment_id))
+
+
+def log_summary(client: MlflowClient, exp_id: str, sweep: str, table: str, rows: list[dict],
+                columns: list[str]) -> str:
+    """A FINISHED run ``sweep-summary`` (tags ``role=sweep_summary``, ``sweep_dir``) holding the sweep's
+    table (``comparison.md``) and chart (``auc_vs_features.png``; the score is the task's,
+    :func:`runners.core.summaries.chart_points`); returns its id.  It ends FAILED if logging fails."""
+    import tempfile
+
+    from runners.core.summaries import chart_points
+    from runners.tracking import run_figures
+
+    tags = {"role": "sweep_summary", "sweep_dir": sweep, "worker": tracking.worker_id()}
+    run = client.create_run(exp_id, run_name="sweep-summary", tags=tags)
+    status = "FAILED"
+    try:
+        score, points = chart_points(rows, columns)
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "comparison.md").write_text(table + "\n")
+            client.log_artifact(run.info.run_id, str(Path(tmp) / "comparison.md"))
+            if points:
+                png = run_figures.sweep_figure(points, score, Path(tmp) / "auc_vs_features.png",
+                                               f"{score} against selected features, this sweep")
+                client.log_artifact(run.info.run_id, str(png))
+        status = "FINISHED"
+    finally:
+        client.set_terminated(run.info.run_id, status)
+    return run.info.run_id

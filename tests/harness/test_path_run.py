@@ -113,6 +113,22 @@ def test_a_sweep_over_seeds_is_pooled_per_configuration():
     assert lines[3] == "| gbdt_full | d | - | none | 1 | 0.8800 | - | 30 | - |"
 
 
+def test_the_sweep_chart_has_a_point_per_configuration_with_its_spread_over_seeds():
+    rows = [{"method": "agbm", "dataset": "d", "budget": None, "seed": s, "test_auc": auc,
+             "n_selected_features": n} for s, auc, n in ((0, 0.90, 4), (1, 0.92, 6), (2, 0.94, 5))]
+    rows += [{"method": "gbdt_full", "dataset": "d", "budget": None, "seed": 0, "test_auc": 0.88,
+              "n_selected_features": 30.0}, {"method": "failed", "dataset": "d", "seed": 0}]
+    score, points = summaries.chart_points(rows, ["seed"])
+    assert score == "test AUC" and [p["label"] for p in points] == ["agbm d", "gbdt_full d"]
+    agbm, full = points
+    assert (agbm["x"], agbm["x_sd"], agbm["n"]) == (5.0, 1.0, 3)
+    assert agbm["y"] == pytest.approx(0.92) and agbm["y_sd"] == pytest.approx(0.02)
+    assert (full["x"], full["y"], full["y_sd"], full["n"]) == (30.0, 0.88, 0.0, 1)
+    # another task's score when the rows have no AUC
+    assert summaries.chart_points([{"method": "m", "test_r2": 0.5, "n_selected_features": 3}], [])[0] == \
+        "test R²"
+
+
 def test_an_interrupt_in_a_budget_run_ends_it_and_the_path_killed(tmp_path, monkeypatch):
     """SIGTERM (runners.tracking.runs.Terminated) while a budget's nested run logs: neither that run nor
     the path's run is left RUNNING, and both say KILLED, not FAILED."""
@@ -154,6 +170,12 @@ def test_the_sweep_table_pools_seeds_and_keeps_runs_one_flag_away(tmp_path, caps
     assert table[0].startswith("| method | dataset | budget | seeds | test AUC |") and len(table) == 3
     assert table[2].startswith(f"| agbm | gisette_like | - | 2 | {mean:.4f} ± {sd:.4f} |")
     assert "+print_per_seed=true" in out
+    # the table and the chart are in a run of their own, which no comparison counts as a result
+    (summary,) = [r for r in _runs(tmp_path)[1] if r.data.tags.get("role") == "sweep_summary"]
+    assert summary.info.status == "FINISHED" and summary.data.tags["sweep_dir"] == str(cfg.hydra.sweep.dir)
+    local = Path(client.download_artifacts(summary.info.run_id, "", str(tmp_path / "summary")))
+    assert table[2] in (local / "comparison.md").read_text()
+    assert (local / "auc_vs_features.png").read_bytes()[:4] == b"\x89PNG"
     with open_dict(cfg):
         cfg.print_per_seed = True
     PrintComparison().on_multirun_end(cfg)
