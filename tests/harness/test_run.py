@@ -24,10 +24,15 @@ METRICS = {"test_auc", "test_rmse", "test_logloss", "val_auc", "n_selected_featu
            "fit_seconds", "predict_seconds"}
 
 
-def _runs(root: Path, experiment: str = "gbfs"):
+def _runs(root: Path, experiment: str = "gbfs", role: str | None = None):
+    """The experiment's runs, oldest first: the fitted models and studies, or (``role``) those of a
+    role, e.g. ``sweep_summary``, the run a multirun ends with."""
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     exp = client.get_experiment_by_name(experiment)
-    return client, client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+    if role is not None:
+        return client, [r for r in runs if r.data.tags.get("role") == role]
+    return client, [r for r in runs if r.data.tags.get("role") != "sweep_summary"]
 
 
 def test_run_logs_params_metrics_curves_artifacts(tmp_path):
@@ -193,6 +198,9 @@ def test_quickstart_experiment_end_to_end(tmp_path):
     assert [r.data.tags["method"] for r in runs] == ["gbfs", "agbm", "gtgbm", "gbdt_full", "lgbm_cegb",
                                                       "gbdt_topk"]
     assert all(r.info.status == "FINISHED" for r in runs)
+    # and one run with the sweep's table and chart, after the six
+    _, (summary,) = _runs(tmp_path, role="sweep_summary")
+    assert summary.info.status == "FINISHED" and summary.info.start_time >= runs[-1].info.start_time
 
 
 @pytest.mark.slow  # two joblib workers, ~20 s; CI runs the slow tests too
