@@ -153,13 +153,13 @@ def fit_one(booster: Booster, strategy: str, params: dict, seed: int, ds: Datase
                float(est.timings_["boosting_seconds"]), share)
 
 
-def warm_up(booster: Booster, strategies: Sequence[str]) -> None:
+def warm_up(booster: Booster, strategies: Sequence[str], dtype=np.float64) -> None:
     """Compile (or load from numba's cache) every kernel the timed fits use, on 300 rows x 256
-    columns: wide enough that the root's histograms take the parallel kernels the timed fits take
-    (a narrower warm-up compiles only the serial ones, and the first timed fit -- the baseline every
-    time is relative to -- would pay for the rest)."""
+    columns of the timed data's ``dtype``: wide enough that the root's histograms take the parallel
+    kernels the timed fits take, and of the same type, which the binning kernels are compiled for
+    (otherwise the first timed fit -- the baseline every time is relative to -- pays for them)."""
     rng = np.random.default_rng(0)
-    X = rng.random((300, 256))
+    X = rng.random((300, 256)).astype(dtype)
     y = (X[:, 0] + 0.3 * rng.standard_normal(300) > 0.5).astype(int)
     tiny = Dataset("warm-up", X, y, X, y, X, y, [f"x{j}" for j in range(X.shape[1])], "binary")
     # learning rate 0.5: goss_style="lightgbm" starts sampling at tree 1 / 0.5 = 2
@@ -208,7 +208,7 @@ def run(ds: Dataset, booster: Booster = Booster(), rates: Sequence[float] = DEFA
         grid(s, 0.5)                               # unknown names fail before any fit
     cells = _cells(strategies, rates)
     grids = {c: grid(c[0], c[1], booster.goss_style) for c in cells}
-    warm_up(booster, strategies)
+    warm_up(booster, strategies, ds.X_train.dtype)
     bar = tqdm(total=sum(len(g) + len(seeds) - 1 for g in grids.values()), desc="sampling fits",
                unit="fit", disable=not progress)
     chosen, searched, fits = {}, {}, {}
