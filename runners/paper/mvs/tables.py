@@ -40,7 +40,7 @@ REFERENCE_DIR = Path(__file__).resolve().parents[3] / "results" / "reference"
 PAPER_ROW = {"sgb": "sgb", "goss": "goss", "mvs": "mvs", "mvs_adaptive": "mvs_adaptive",
              "lgb_bagging": "sgb", "lgb_goss": "goss"}
 NOTE_TABLE2 = ("The paper's Click and Average columns are left out: they are interleaved in the text copy "
-               "the numbers were read from (see runners/paper/reproduce_mvs.py).")
+               "the numbers were read from (see runners/paper/mvs/tables.py).")
 NOTE_TABLE4 = ("The paper's SGB and GOSS values (-20.7%, -20.4%) may be swapped: the text copy gives the "
                "header as GOSS, SGB, MVS; they are stored in the SGB, GOSS, MVS order of Tables 2 and 3.")
 
