@@ -22,9 +22,13 @@ def model_uri(run) -> str:
 
 
 def compose_cfg(root: Path, overrides: list[str], hydra_cfg: bool = False):
-    """The composed config with every path under ``root`` (a fresh MLflow store per test)."""
+    """The composed config with every path under ``root`` (a fresh MLflow store per test).  The runs'
+    figures (``tracking.log_figures``, ~0.15 s a run) are off unless a test turns them on: the tests
+    of what they show do (``tests/harness/test_run.py``)."""
+    figures = [] if any(o.startswith("tracking.log_figures=") for o in overrides) else \
+        ["tracking.log_figures=false"]
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-        return compose(config_name="config", overrides=[f"paths.root_dir={root}", *overrides],
+        return compose(config_name="config", overrides=[f"paths.root_dir={root}", *figures, *overrides],
                        return_hydra_config=hydra_cfg)
 
 

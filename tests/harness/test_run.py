@@ -36,7 +36,7 @@ def _runs(root: Path, experiment: str = "gbfs", role: str | None = None):
 
 
 def test_run_logs_params_metrics_curves_artifacts(tmp_path):
-    cfg = compose_cfg(tmp_path, [*TINY, "method=agbm", "seed=3"])
+    cfg = compose_cfg(tmp_path, [*TINY, "method=agbm", "seed=3", "tracking.log_figures=true"])
     metrics = run_module.run(cfg)
     client, (r,) = _runs(tmp_path)
     assert r.info.status == "FINISHED"
