@@ -8,7 +8,8 @@ Starts ``mlflow server`` on 127.0.0.1 (a free port) on the store, unless ``--url
 one; opens the experiment's runs table in headless Chromium, in the view the runners set up (the
 metrics that matter as columns, :data:`runners.tracking.mlflow_native.RUN_COLUMNS`), filtered to the latest
 fitted models (:func:`fitted_runs`: a tuning study's refit, a plain run, a selection path's budgets)
-with their parent runs unfolded, and saves the table as a PNG.  Needs Playwright, a development tool
+with their parent runs unfolded, and saves the table as a PNG; ``--from-home DIR`` also takes the
+way a user finds it from MLflow's home page (:func:`capture_from_home`).  Needs Playwright, a development tool
 that is not a dependency of the package: ``pip install playwright``, then ``python -m playwright
 install chromium`` (or pass ``--browser /usr/bin/chromium`` for an installed Chromium).
 """
@@ -131,6 +132,37 @@ def capture(url: str, exp_id: str, out: Path, runs: list, browser: str | None, s
             launched.close()
 
 
+def capture_from_home(url: str, experiment: str, out_dir: Path, browser: str | None,
+                      size: tuple[int, int]) -> list[Path]:
+    """The way a user finds the comparison without the printed link: from MLflow's home page, the
+    *Model training* switch, then the experiment -- its runs table (``mlflow_home_runs.png``) -- then
+    the latest ``sweep-summary`` run's chart under *Artifacts* (``mlflow_sweep_summary.png``)."""
+    from playwright.sync_api import sync_playwright
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shots = [out_dir / "mlflow_home_runs.png", out_dir / "mlflow_sweep_summary.png"]
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=_browser_path(p, browser), headless=True)
+        try:
+            page = launched.new_page(viewport={"width": size[0], "height": size[1]})
+            page.goto(f"{url}/", wait_until="load")
+            page.get_by_text("Model training", exact=True).first.click()   # MLflow starts on GenAI
+            page.get_by_role("link", name=experiment, exact=True).first.click()
+            page.locator(RUN_NAME_CELL).first.wait_for(timeout=60_000)
+            _click_all(page, "button[aria-label='Close']")                 # the assistant's panel
+            page.wait_for_timeout(1500)
+            page.screenshot(path=str(shots[0]))
+            page.get_by_role("link", name="sweep-summary", exact=True).first.click()
+            page.get_by_text("Artifacts", exact=True).first.click()
+            page.get_by_text("auc_vs_features.png", exact=True).first.click()
+            page.get_by_text("Path:").first.wait_for(timeout=60_000)   # the artifact's preview
+            page.wait_for_timeout(2000)   # its image loads after the preview's header
+            page.screenshot(path=str(shots[1]))
+        finally:
+            launched.close()
+    return shots
+
+
 def _args(argv: list[str] | None) -> argparse.Namespace:
     head, _, rest = __doc__.partition("\n\n")
     ap = argparse.ArgumentParser(prog="python -m runners.screenshot", description=head, epilog=rest,
@@ -146,6 +178,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--browser",
                     help="a Chromium executable (default: Playwright's own, else chromium on the PATH)")
     ap.add_argument("--size", default="1860x900", help="the window, WIDTHxHEIGHT (default: %(default)s)")
+    ap.add_argument("--from-home", type=Path, metavar="DIR",
+                    help="also go from the home page to the runs table and to the latest sweep-summary "
+                         "run's chart, saving mlflow_home_runs.png and mlflow_sweep_summary.png in DIR")
     args = ap.parse_args(argv)
     try:
         args.size = tuple(int(v) for v in args.size.lower().split("x"))
@@ -174,6 +209,10 @@ def take(args: argparse.Namespace) -> Path:
             mlflow_server(args.backend_store_uri, Path(stack.enter_context(tempfile.TemporaryDirectory()))
                           / "server.log"))
         capture(url.rstrip("/"), exp.experiment_id, args.out, runs, args.browser, args.size)
+        if args.from_home is not None:
+            for shot in capture_from_home(url.rstrip("/"), args.experiment, args.from_home, args.browser,
+                                          args.size):
+                print(f"{shot}: from the home page ({shot.stat().st_size // 1024} KB)")
     kb = args.out.stat().st_size // 1024
     print(f"{args.out}: {len(runs)} runs of experiment {args.experiment!r} ({kb} KB)")
     return args.out

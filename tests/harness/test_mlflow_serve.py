@@ -106,10 +106,20 @@ def test_screenshot_of_the_runs_table(store, tmp_path):
     Playwright, a development tool, or without a Chromium)."""
     pytest.importorskip("playwright")
     from runners.tracking import screenshot
+    from runners.tuning.hydra_callbacks import log_summary
 
+    # a sweep's summary run, as a multirun ends with, for the way from the home page to its chart
+    client = MlflowClient(tracking_uri=store["uri"])
+    exp = client.get_experiment_by_name("gbfs")
+    r = store["run"]
+    log_summary(client, exp.experiment_id, str(tmp_path), "| table |",
+                [{"method": r.data.tags["method"], "dataset": "d", "budget": None, **r.data.metrics}], [])
     out = tmp_path / "ui.png"
     try:
-        screenshot.main(["--backend-store-uri", store["uri"], "--out", str(out), "--size", "1600x700"])
+        screenshot.main(["--backend-store-uri", store["uri"], "--out", str(out), "--size", "1600x700",
+                         "--from-home", str(tmp_path / "home")])
     except SystemExit as err:   # no browser on this machine
         pytest.skip(str(err))
-    assert out.read_bytes()[:4] == b"\x89PNG" and 10_000 < out.stat().st_size < 300_000
+    home = tmp_path / "home"
+    for png in (out, home / "mlflow_home_runs.png", home / "mlflow_sweep_summary.png"):
+        assert png.read_bytes()[:4] == b"\x89PNG" and 10_000 < png.stat().st_size < 300_000
