@@ -35,6 +35,7 @@ def test_bench_gtgbm_small(tmp_path, capsys):
     assert "GT-GBM" in printed and "LGB-CEGB" in printed and "targets" in printed
 
 
+@pytest.mark.slow  # a whole small core benchmark, ~10 s; CI runs the slow tests too
 def test_bench_core_small(tmp_path, capsys):
     out = tmp_path / "core.json"
     assert bench.main(["core", "--shapes", "flight", "--row-scale", "0.01", "--trees", "5",

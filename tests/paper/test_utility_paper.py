@@ -42,6 +42,7 @@ def test_cfs_drop_prices_a_duplicate_and_rewards_a_relevant_feature():
     assert only[0] > drop[0] > 0
 
 
+@pytest.mark.slow  # two seeded ablations over folds, ~8 s
 def test_ablation_rows_and_per_feature_summary():
     folds = E.ablation("diabetes", CFG)
     assert len(folds) == 3 * 10 and set(folds.fold) == {0, 1, 2}
@@ -56,6 +57,7 @@ def test_ablation_rows_and_per_feature_summary():
     pd.testing.assert_frame_equal(folds, again)      # seeded
 
 
+@pytest.mark.slow  # the whole part on its quick settings, ~6 s
 def test_the_part_writes_its_figures_and_claims(tmp_path):
     frames, meta = E.compute({**CFG, "datasets": ["diabetes"]})
     frames["heuristics"] = E.heuristics("breast_cancer", 10).head(0)   # no classification set here
