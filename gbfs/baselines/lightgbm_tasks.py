@@ -23,7 +23,7 @@ from sklearn.base import RegressorMixin
 from .. import validation as V
 from ..booster.losses.metrics import rmse
 from ..booster.losses.ranking import group_offsets, mrr, ndcg_at
-from ..booster.losses.softmax import SoftmaxLoss, macro_auc
+from ..booster.losses.softmax import proba_scores
 from ..io import envelope
 from .lightgbm_baseline import LightGBMBaseline
 
@@ -73,10 +73,8 @@ class LightGBMMulticlassBaseline(LightGBMBaseline):
     def _feval(self, sets: list, reg_lambda: float):
         def feval(preds, data):
             codes = _labels(sets, data).astype(np.int64)
-            proba = np.asarray(preds).reshape(len(codes), -1)
-            loss = SoftmaxLoss(proba.shape[1]).loss(codes, np.log(np.maximum(proba, 1e-300)))
-            return [("loss", loss, False), ("auc", macro_auc(codes, proba), True),
-                    ("accuracy", float(np.mean(np.argmax(proba, axis=1) == codes)), True)]
+            s = proba_scores(codes, np.asarray(preds).reshape(len(codes), -1))
+            return [("loss", s["loss"], False), ("auc", s["auc"], True), ("accuracy", s["accuracy"], True)]
         return feval
 
     def predict_proba(self, X) -> np.ndarray:

@@ -82,6 +82,13 @@ def format_table(rows: list[dict], columns: Sequence[str] = ()) -> str:
     return "\n".join(lines)
 
 
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation (0 for one value)."""
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
+    return mean, sd
+
+
 def aggregate_seeds(rows: list[dict], columns: Sequence[str]) -> tuple[list[dict], list[str]]:
     """The rows of a sweep with one row per configuration over its seeds: every numeric column of
     :func:`format_table` as ``mean ± sd`` (sample sd; the value alone for one seed) and ``seeds``, the
@@ -99,12 +106,8 @@ def aggregate_seeds(rows: list[dict], columns: Sequence[str]) -> tuple[list[dict
             values = [float(r[key]) for r in group if r.get(key) not in (None, "", "None")]
             if not values:
                 continue
-            mean = sum(values) / len(values)
-            if len(values) < 2:
-                row[key] = format(mean, fmt)
-                continue
-            sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5
-            row[key] = f"{format(mean, fmt)} ± {format(sd, fmt)}"
+            mean, sd = _mean_sd(values)
+            row[key] = format(mean, fmt) if len(values) < 2 else f"{format(mean, fmt)} ± {format(sd, fmt)}"
         out.append(row)
     return out, [*(c for c in columns if c != "seed"), "seeds"]
 
@@ -128,16 +131,11 @@ def chart_points(rows: list[dict], columns: Sequence[str]) -> tuple[str, list[di
         if r.get(key) is not None and r.get("n_selected_features") is not None:
             groups.setdefault(tuple(str(r.get(k)) for k in keys), []).append(r)
 
-    def mean_sd(values: list[float]) -> tuple[float, float]:
-        mean = sum(values) / len(values)
-        sd = (sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5 if len(values) > 1 else 0.0
-        return mean, sd
-
     points = []
     for group in groups.values():
         first = group[0]
         label = " ".join(str(first.get(k)) for k in keys if first.get(k) not in (None, "", "None"))
-        (x, x_sd), (y, y_sd) = (mean_sd([float(r[k]) for r in group]) for k in ("n_selected_features", key))
+        (x, x_sd), (y, y_sd) = (_mean_sd([float(r[k]) for r in group]) for k in ("n_selected_features", key))
         points.append({"label": label, "x": x, "x_sd": x_sd, "y": y, "y_sd": y_sd, "n": len(group)})
     return title, points
 

@@ -28,7 +28,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from sklearn.metrics import r2_score
 
 from gbfs.booster.losses.metrics import log_loss, rmse, roc_auc
-from gbfs.booster.losses.softmax import SoftmaxLoss, macro_auc
+from gbfs.booster.losses.softmax import proba_scores
 from gbfs.data import Dataset
 from gbfs.data.reading import files
 from runners.tracking.run_log import CURVES
@@ -102,12 +102,10 @@ def _proba(est, X: np.ndarray) -> np.ndarray:
 
 
 def _multiclass_scores(ds: Dataset, split: str, proba: np.ndarray) -> dict[str, float]:
-    """Accuracy of the most probable class, macro one-vs-rest AUC and multiclass log-loss (the
-    library's :func:`gbfs.booster.losses.softmax.macro_auc` and ``SoftmaxLoss.loss``)."""
-    codes = ds.split(split)[1].astype(np.int64)
-    loss = SoftmaxLoss(max(proba.shape[1], 3)).loss(codes, np.log(np.maximum(proba, 1e-300)))
-    accuracy = float(np.mean(np.argmax(proba, axis=1) == codes))
-    return {"accuracy": accuracy, "macro_auc": macro_auc(codes, proba), "logloss": loss}
+    """Accuracy of the most probable class, macro one-vs-rest AUC and multiclass log-loss
+    (:func:`gbfs.booster.losses.softmax.proba_scores`)."""
+    s = proba_scores(ds.split(split)[1].astype(np.int64), proba)
+    return {"accuracy": s["accuracy"], "macro_auc": s["auc"], "logloss": s["loss"]}
 
 
 def _value(est, X: np.ndarray) -> np.ndarray:

@@ -115,6 +115,14 @@ def macro_auc(codes: np.ndarray, proba: np.ndarray) -> float:
     return float(np.mean(aucs)) if aucs else float("nan")
 
 
+def proba_scores(codes: np.ndarray, proba: np.ndarray) -> dict[str, float]:
+    """Multiclass log-loss, macro AUC (:func:`macro_auc`) and accuracy of class probabilities
+    (one column per class, rows summing to 1) against the class codes ``0 .. K-1``."""
+    loss = SoftmaxLoss(max(proba.shape[1], 3)).loss(codes, np.log(np.maximum(proba, 1e-300)))
+    return {"loss": loss, "auc": macro_auc(codes, proba),
+            "accuracy": float(np.mean(np.argmax(proba, axis=1) == codes))}
+
+
 class ClassGradient:
     """One class's view of a :class:`SoftmaxLoss` for a :class:`gbfs.booster.tree_step.TreeStep`: its
     initial score and the residuals of the round (:meth:`start_round` fixes every row's
