@@ -203,6 +203,10 @@ def take(args: argparse.Namespace) -> Path:
     runs = fitted_runs(client, exp.experiment_id, args.runs) if exp is not None else []
     if not runs:
         raise SystemExit(f"no fitted run in experiment {args.experiment!r} of {args.backend_store_uri}")
+    if args.from_home is not None and not client.search_runs(
+            [exp.experiment_id], filter_string="tags.role = 'sweep_summary'", max_results=1):
+        raise SystemExit(f"--from-home: no sweep-summary run in experiment {args.experiment!r} (a multirun, "
+                         "python -m runners.run -m ..., ends with one)")
     mlflow_native.configure_ui(exp.experiment_id, client)
     with contextlib.ExitStack() as stack:
         url = args.url or stack.enter_context(
