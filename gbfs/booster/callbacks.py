@@ -2,8 +2,10 @@
 
 A callback may define ``reset()``; the booster calls it at the start of every
 ``fit`` so no state leaks from one fit into the next (several LightGBM bugs came
-from callbacks that kept state between fits).  Early stopping ends the loop by
-raising :class:`EarlyStopException`, which the loop catches.
+from callbacks that kept state between fits), and ``close()``, which it calls when
+the fit ends, however it ends (what a callback holds open, such as a progress bar).
+Early stopping ends the loop by raising :class:`EarlyStopException`, which the loop
+catches.
 """
 
 from __future__ import annotations
@@ -41,6 +43,13 @@ def reset_all(callbacks) -> None:
     for cb in callbacks:
         if hasattr(cb, "reset"):
             cb.reset()
+
+
+def close_all(callbacks) -> None:
+    """Call ``close()`` on every callback that has one: the end of a fit, normal or not."""
+    for cb in callbacks:
+        if hasattr(cb, "close"):
+            cb.close()
 
 
 class EarlyStopException(Exception):
@@ -161,8 +170,8 @@ class _ProgressBar:
 
 
 def progress_bar(desc: str = "fit", show=None, leave: bool = True):
-    """A tqdm bar (stderr) over the trees of each fit; a new bar per fit, closed when the fit's last
-    tree is added, when the next fit starts, or by its ``close()``.
+    """A tqdm bar (stderr) over the trees of each fit; a new bar per fit, closed when the fit ends
+    (early stopping and errors included).
 
     ``show(record)`` gives the values written beside it (name -> float, None to leave one out);
     by default the latest validation (else training) loss.  ``leave=False`` clears the bar when it

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .callbacks import CallbackEnv, EarlyStopException, reset_all
+from .callbacks import CallbackEnv, EarlyStopException, close_all, reset_all
 from .growing.grower import GrowthParams
 from .losses.loss import LogisticLoss
 from .losses.metrics import rmse, roc_auc
@@ -199,4 +199,5 @@ def run_rounds(plan: Rounds, params: BoostingParams, callbacks=(), model=None
         best_iteration = stop.best_iteration
     finally:
         plan.release()
+        close_all(callbacks)
     return trees, history, best_iteration

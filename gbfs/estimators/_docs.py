@@ -162,6 +162,10 @@ PARAM_DOC = """
         (``NUMBA_NUM_THREADS``); prediction uses at most that many, so a model fitted or saved on
         a larger machine predicts anywhere (with a warning, unless the value came from the model
         file, whose thread count is ignored as LightGBM ignores it).
+    verbose : bool, default=False
+        Show a progress bar on stderr over the trees of each fit (the selection fit, then the
+        refit), with the latest validation loss (training loss without an eval set): the bar of
+        :func:`gbfs.booster.callbacks.progress_bar`.  Not part of the model.
 """
 
 MULTITASK_PARAM_DOC = PARAM_DOC.replace(

@@ -133,6 +133,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
                          f"at most 1), got {est.mu!r}")
     scope = _group_test_params(est, method, warn)
     _selection_params(est, method)
+    V.check_bool("verbose", getattr(est, "verbose", False))
     v = _checked(est)
     growth = GrowthParams(
         max_depth=v["max_depth"], max_leaves=v["max_leaves"], min_samples_leaf=v["min_samples_leaf"],

@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from .. import validation as V
 from ..booster.binning import BinMapper
 from ..booster.boosting import boost
-from ..booster.callbacks import early_stopping
+from ..booster.callbacks import early_stopping, progress_bar
 from ..booster.kernels.sparse_binned import to_dense
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
@@ -54,6 +54,8 @@ def check_data(est, X, y, callbacks):
     fit leaves the estimator unfitted, never an old model behind a new input width."""
     params = est._validate_params()
     callbacks = V.check_callbacks(callbacks)
+    if getattr(est, "verbose", False):  # checked by _validate_params
+        callbacks = callbacks + [progress_bar(type(est).__name__)]
     est._reset_fitted()
     try:
         X = est._check_X(X, reset=True)

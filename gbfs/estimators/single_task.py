@@ -46,7 +46,7 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
                  subsample=None, top_rate=None, other_rate=None, mvs_lambda=None, goss_style="paper",
                  categorical_features="auto", cat_smooth=10.0, cat_l2=10.0, max_cat_threshold=32,
                  min_data_per_group=100, max_cat_to_onehot=4, train_metrics="loss", random_state=None,
-                 n_threads=None):
+                 n_threads=None, verbose=False):
         self.method = method
         self.mu = mu
         self.feature_costs = feature_costs
@@ -94,6 +94,7 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
         self.min_data_per_group = min_data_per_group
         self.max_cat_to_onehot = max_cat_to_onehot
         self.train_metrics = train_metrics
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -85,3 +85,26 @@ def test_best_iteration_is_set_whenever_early_stopping_watched_the_fit(tmp_path)
     assert load_model(tmp_path / "m.json").best_iteration_ == 7
     # without early stopping there is no best iteration to report (LightGBM says 0 there)
     assert GBFSClassifier(n_estimators=3).fit(X, y).best_iteration_ is None
+
+
+def test_verbose_shows_one_closed_bar_per_fit_and_nothing_by_default(capsys):
+    from sklearn.base import clone
+
+    from gbfs import GBFSRegressor
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(500, 6))
+    y = X[:, 0] - 2 * X[:, 1] + 0.1 * rng.normal(size=500)
+    GBFSRegressor(n_estimators=5, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
+    # a refit: the selection fit ends once its budget is full, then the refit stops early;
+    # each gets its own bar, closed (its last line ended) however the fit ended
+    est = GBFSRegressor(n_estimators=60, max_features=2, refit=True, early_stopping_rounds=3,
+                        learning_rate=0.5, random_state=0, verbose=True)
+    est.fit(X[:350], y[:350], eval_set=(X[350:], y[350:]))
+    err = capsys.readouterr().err
+    assert err.count("GBFSRegressor:") >= 2 and "loss=" in err and err.endswith("\n")
+    assert len(est.trees_) < 60  # early stopping ended the refit before its last tree
+    assert clone(est).verbose is True
+    with pytest.raises(TypeError, match="verbose"):
+        GBFSRegressor(verbose="yes").fit(X, y)
