@@ -30,7 +30,7 @@ from ..booster.callbacks import early_stopping
 from ..estimators import categorical_input
 from ..io import envelope
 from .lightgbm_files import LightGBMModelFile
-from .lightgbm_history import Recorder, first_use_order, history_feval
+from .lightgbm_history import Recorder, binary_root_stats, first_use_order, history_feval
 
 KINDS = ("full", "topk", "cegb")
 IMPORTANCE_TYPES = ("split", "gain")  # LightGBM's names for Booster.feature_importance
@@ -140,6 +140,11 @@ class LightGBMBaseline(LightGBMModelFile, ClassifierMixin, SelectorMixin, BaseEs
     def _feval(self, sets: list, reg_lambda: float):
         """The ``feval`` whose metrics make the ``history_`` records."""
         return history_feval(sets, reg_lambda)
+
+    def _initial_root(self, y: np.ndarray, reg_lambda: float) -> dict:
+        """The task's :data:`~gbfs.baselines.lightgbm_history.ROOT_STATS` at LightGBM's initial
+        score (the mean label: ``boost_from_average``), those of tree 0."""
+        return binary_root_stats(y, np.full(y.shape, float(np.mean(y))), reg_lambda)
 
     def _dataset(self, X, y, params: dict, columns, split: str = "train", reference=None) -> lgb.Dataset:
         """The LightGBM ``Dataset`` of a split (a ranker adds its query groups)."""
@@ -295,7 +300,7 @@ class LightGBMBaseline(LightGBMModelFile, ClassifierMixin, SelectorMixin, BaseEs
         for cb in callbacks:
             if hasattr(cb, "reset"):
                 cb.reset()
-        recorder = Recorder(self, callbacks, self.n_estimators, y, params["lambda_l2"])
+        recorder = Recorder(self, callbacks, self.n_estimators, self._initial_root(y, params["lambda_l2"]))
         booster = lgb.train(params, train, num_boost_round=self.n_estimators,
                             valid_sets=[s for s, _ in sets], valid_names=["train", "val"][:len(sets)],
                             feval=self._feval(sets, params["lambda_l2"]), callbacks=[recorder])

@@ -3,9 +3,10 @@ training loop.
 
 Per-iteration metrics come from a LightGBM ``feval`` on the train and validation sets: LightGBM
 hands it the probabilities it keeps up to date internally, so a record costs O(n), never a
-re-prediction.  ``root_variance`` of tree ``it`` is the variance of the residuals ``y - p`` it was
-fitted to, i.e. of the train predictions after tree ``it - 1`` (for tree 0: of the constant initial
-score, which equals ``var(y)``).
+re-prediction.  ``root_variance`` of tree ``it`` is the variance of the residuals (the negative
+gradients) it was fitted to, i.e. at the train predictions after tree ``it - 1`` (for tree 0: at the
+constant initial score); ``gain_normaliser`` A-GBM's divisor there.  Each task says which of these
+:data:`ROOT_STATS` it has.
 """
 
 from __future__ import annotations
@@ -37,25 +38,38 @@ def first_use_order(booster: lgb.Booster) -> list:
     return order
 
 
-def _normaliser(y: np.ndarray, p: np.ndarray, reg_lambda: float) -> float:
-    """A-GBM's Newton normaliser of the next tree (:func:`gbfs.booster.normaliser.gain_normaliser`) from the
-    probabilities ``p``: residuals ``y - p``, hessians ``p (1 - p)``."""
+#: the statistics of the residuals a tree is fitted to (``history_``'s ``root_variance`` and
+#: ``gain_normaliser``, as the library's estimators record them): a task's ``feval`` reports them
+#: on the training rows after tree ``it``, for tree ``it + 1``; a task records those that apply
+ROOT_STATS = ("root_variance", "gain_normaliser")
+
+
+def binary_root_stats(y: np.ndarray, p: np.ndarray, reg_lambda: float) -> dict:
+    """The residuals' variance and A-GBM's Newton normaliser
+    (:func:`gbfs.booster.normaliser.gain_normaliser`) at the probabilities ``p``: residuals ``y - p``,
+    hessians ``p (1 - p)``."""
     g = y - p
     h = np.maximum(p * (1.0 - p), HESSIAN_FLOOR)
-    return gain_normaliser(float(g.sum()), float(h.sum()), float(np.sum(g * g / h)), reg_lambda)
+    return {"root_variance": float(np.var(g)),
+            "gain_normaliser": gain_normaliser(float(g.sum()), float(h.sum()), float(np.sum(g * g / h)),
+                                               reg_lambda)}
+
+
+def root_metrics(stats: dict) -> list[tuple]:
+    """``stats`` (:data:`ROOT_STATS`) as ``feval`` results (name, value, higher-is-better)."""
+    return [(k, float(v), False) for k, v in stats.items()]
 
 
 def history_feval(sets: list, reg_lambda: float):
-    """Custom LightGBM metric: loss, AUC, RMSE of probabilities, residual variance and the Newton
-    normaliser per data set."""
+    """Custom LightGBM metric of the binary baseline: loss, AUC, RMSE of probabilities and
+    :func:`binary_root_stats` per data set."""
 
     def feval(preds, data):
         y = next(yv for ds, yv in sets if ds is data)
         resid = y - preds  # preds are probabilities: LightGBM converts them for built-in objectives
         return [("loss", log_loss(y, preds), False), ("auc", roc_auc(y, preds), True),
                 ("rmse", float(np.sqrt(np.mean(resid ** 2))), False),
-                ("residual_variance", float(np.var(resid)), False),
-                ("gain_normaliser", _normaliser(y, preds, reg_lambda), False)]
+                *root_metrics(binary_root_stats(y, preds, reg_lambda))]
 
     return feval
 
@@ -65,12 +79,11 @@ class Recorder:
 
     order = 0
 
-    def __init__(self, model, callbacks, end_iteration: int, y: np.ndarray, reg_lambda: float):
+    def __init__(self, model, callbacks, end_iteration: int, root: dict):
         self.model, self.callbacks, self.end_iteration = model, callbacks, end_iteration
         self.history, self.best_iteration, self.n_splits = [], None, 0
-        self.root_variance = float(np.var(y))  # residuals of the constant initial score: var(y - c)
-        # LightGBM starts from the mean label (boost_from_average)
-        self.gain_normaliser = _normaliser(y, np.full(y.shape, float(np.mean(y))), reg_lambda)
+        # the task's ROOT_STATS at LightGBM's constant initial score (boost_from_average), for tree 0
+        self.root = dict(root)
         self.start = time.perf_counter()
 
     def __call__(self, env) -> None:
@@ -80,17 +93,15 @@ class Recorder:
             raise lgb.callback.EarlyStopException(it - 1, env.evaluation_result_list)
         imp = booster.feature_importance("split", iteration=it + 1)
         splits = int(imp.sum())
-        rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - self.start,
-               "root_variance": self.root_variance, "gain_normaliser": self.gain_normaliser,
+        rec = {"iteration": it, "elapsed_seconds": time.perf_counter() - self.start, **self.root,
                "n_features_used": int(np.count_nonzero(imp)),
                "n_leaves": splits - self.n_splits + 1}
         self.n_splits = splits
         for r in env.evaluation_result_list:
-            if r.metric_name not in ("residual_variance", "gain_normaliser"):
+            if r.metric_name not in ROOT_STATS:
                 rec[f"{r.dataset_name}_{r.metric_name}"] = float(r.metric_value)
-            elif r.dataset_name == "train":  # of the residuals the next tree will fit
-                setattr(self, "root_variance" if r.metric_name == "residual_variance" else r.metric_name,
-                        float(r.metric_value))
+            elif r.dataset_name == "train" and r.metric_name in self.root:  # what the next tree fits
+                self.root[r.metric_name] = float(r.metric_value)
         self.history.append(rec)
         try:
             for cb in self.callbacks:

@@ -3,7 +3,8 @@
 Each is :class:`gbfs.baselines.lightgbm_baseline.LightGBMBaseline` (GBDT-Full, GBDT-topK or CEGB by
 ``kind``, the same parameters, callbacks, timings and model file) with LightGBM's objective of its
 task and the ``history_`` metrics of the matching library estimator, under the same names, so
-early stopping, pruning and the curves read them alike:
+early stopping, pruning and the curves read them alike (``root_variance`` where the task has
+residuals, ``gain_normaliser`` where its hessians are the library's):
 
 * :class:`LightGBMMulticlassBaseline`: ``objective="multiclass"``; ``val_loss`` (multiclass
   log-loss), ``val_auc`` (macro one-vs-rest, :func:`gbfs.booster.losses.softmax.macro_auc`) and
@@ -24,8 +25,10 @@ from .. import validation as V
 from ..booster.losses.metrics import rmse
 from ..booster.losses.ranking import group_offsets, mrr, ndcg_at
 from ..booster.losses.softmax import proba_scores
+from ..booster.normaliser import gain_normaliser
 from ..io import envelope
 from .lightgbm_baseline import LightGBMBaseline
+from .lightgbm_history import root_metrics
 
 #: the k of the rankers' NDCG@k in ``history_`` (``val_ndcg@10``, as GBFSRanker's default ``eval_at``)
 EVAL_AT = 10
@@ -73,9 +76,17 @@ class LightGBMMulticlassBaseline(LightGBMBaseline):
     def _feval(self, sets: list, reg_lambda: float):
         def feval(preds, data):
             codes = _labels(sets, data).astype(np.int64)
-            s = proba_scores(codes, np.asarray(preds).reshape(len(codes), -1))
-            return [("loss", s["loss"], False), ("auc", s["auc"], True), ("accuracy", s["accuracy"], True)]
+            p = np.asarray(preds).reshape(len(codes), -1)
+            s = proba_scores(codes, p)
+            return [("loss", s["loss"], False), ("auc", s["auc"], True), ("accuracy", s["accuracy"], True),
+                    *root_metrics(_softmax_root(codes, p))]
         return feval
+
+    def _initial_root(self, y: np.ndarray, reg_lambda: float) -> dict:
+        # LightGBM's softmax starts every row at the class frequencies (boost_from_average)
+        codes = y.astype(np.int64)
+        prior = np.bincount(codes, minlength=self.classes_.shape[0]) / codes.shape[0]
+        return _softmax_root(codes, np.broadcast_to(prior, (codes.shape[0], prior.shape[0])))
 
     def predict_proba(self, X) -> np.ndarray:
         """Probabilities of every class of ``classes_``, shape (n_samples, n_classes)."""
@@ -93,6 +104,14 @@ class LightGBMMulticlassBaseline(LightGBMBaseline):
         self.classes_ = np.asarray(classes)
         if self.classes_.ndim != 1 or self.classes_.shape[0] < 3:
             raise ValueError("classes must hold at least three labels")
+
+
+def _softmax_root(codes: np.ndarray, p: np.ndarray) -> dict:
+    """``root_variance`` of a softmax round: the residuals' (one-hot minus probability) variance,
+    averaged over the classes, as :class:`gbfs.GBFSClassifier` records it on more than two classes.
+    No ``gain_normaliser``: LightGBM's softmax hessians are not the library's."""
+    onehot = np.eye(p.shape[1])[codes]
+    return {"root_variance": float(np.mean(np.var(onehot - p, axis=0)))}
 
 
 class _RealTarget(LightGBMBaseline):
@@ -116,6 +135,13 @@ class _RealTarget(LightGBMBaseline):
         return self._predict(X, raw_score=False)
 
 
+def _squared_root(y: np.ndarray, pred: np.ndarray, reg_lambda: float) -> dict:
+    """The residuals' variance and the Newton normaliser of squared error (unit hessians)."""
+    g = y - pred
+    return {"root_variance": float(np.var(g)),
+            "gain_normaliser": gain_normaliser(float(g.sum()), float(g.shape[0]), float(g @ g), reg_lambda)}
+
+
 @envelope.register_model
 class LightGBMRegressionBaseline(RegressorMixin, _RealTarget):
     """LightGBM's ``regression`` objective (squared error) as a baseline of :class:`gbfs.GBFSRegressor`;
@@ -133,8 +159,12 @@ class LightGBMRegressionBaseline(RegressorMixin, _RealTarget):
         def feval(preds, data):
             y = _labels(sets, data)
             error = rmse(y, np.asarray(preds))
-            return [("loss", 0.5 * error ** 2, False), ("rmse", error, False)]
+            return [("loss", 0.5 * error ** 2, False), ("rmse", error, False),
+                    *root_metrics(_squared_root(y, np.asarray(preds), reg_lambda))]
         return feval
+
+    def _initial_root(self, y: np.ndarray, reg_lambda: float) -> dict:
+        return _squared_root(y, np.full(y.shape, float(np.mean(y))), reg_lambda)
 
 
 @envelope.register_model
@@ -175,3 +205,6 @@ class LightGBMRankerBaseline(_RealTarget):
             ndcg = ndcg_at(y, np.asarray(preds), at, EVAL_AT)
             return [("loss", -ndcg, False), (f"ndcg@{EVAL_AT}", ndcg, True), ("mrr", mrr(y, preds, at), True)]
         return feval
+
+    def _initial_root(self, y: np.ndarray, reg_lambda: float) -> dict:
+        return {}  # LambdaRank's gradients are pairwise: no residuals whose variance means anything
