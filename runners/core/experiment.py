@@ -107,18 +107,23 @@ def check_dataset(cfg: DictConfig, contents: bool = True) -> None:
             raise ValueError("dataset.path must name your data file, e.g. dataset.path=my.csv "
                              "dataset.target=label (a relative path is taken from where you run)")
         args = _file_args(d)
-        files.check_file(args["path"], args["target"], args["test_path"])
+        files.check_file(args["path"], args["target"], args["test_path"],
+                         *(_absolute(d.get(k)) for k in ("query_path", "test_query_path")))
         table_encoding.check_categorical(args["categorical"])
         if contents and data_task != ranking_eval.TASK:   # load_data parses it right after (contents=False)
             files.load(**args, test_fraction=d.get("test_fraction"), seed=seed, root=cfg.paths.data_dir,
                        task=data_task, argument="dataset.task")
 
 
+def _absolute(path) -> str | None:
+    """A path of the config as the user meant it: relative to where the command runs."""
+    return None if path is None else hydra.utils.to_absolute_path(str(path))
+
+
 def _file_args(d: DictConfig) -> dict:
     """``dataset=file``'s files (relative to where the command runs) and target column."""
-    test, cat = d.get("test_path"), d.get("categorical", "auto")
-    return {"path": hydra.utils.to_absolute_path(str(d.path)), "target": d.get("target"),
-            "test_path": None if test is None else hydra.utils.to_absolute_path(str(test)),
+    cat = d.get("categorical", "auto")
+    return {"path": _absolute(d.path), "target": d.get("target"), "test_path": _absolute(d.get("test_path")),
             "categorical": cat if isinstance(cat, str) else [str(c) for c in cat]}
 
 

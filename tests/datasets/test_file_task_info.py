@@ -46,6 +46,12 @@ def test_info_takes_a_query_path_and_refuses_a_wrong_task(data, capsys):
     (data / "rank.txt").write_text((data / "rank.train").read_text())    # no rank.txt.query: given
     assert main(["info", "--path", str(data / "rank.txt"), "--query-path", str(data / "sizes.txt")]) == 0
     assert "queries: 40 from" in capsys.readouterr().out
+    (data / "ranks").write_text((data / "rank.train").read_text())     # no extension, no ranks.query
+    assert main(["info", "--path", str(data / "ranks"), "--query-path", str(data / "sizes.txt")]) == 0
+    assert "task: ranking" in capsys.readouterr().out
+    assert files.file_task(data / "ranks", query_path=data / "sizes.txt") == "ranking"
+    assert main(["info", "--path", str(data / "ranks")]) == 1          # nothing says it is LIBSVM
+    assert "unknown file type" in capsys.readouterr().err
     assert main(["info", "--path", str(data / "m.csv"), "--target", "animal", "--task", "binary",
                  "--root", str(data / "root")]) == 1
     err = capsys.readouterr().err

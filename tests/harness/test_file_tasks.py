@@ -146,6 +146,14 @@ def test_task_is_detected_for_each_kind_of_file(tmp_path):
     cfg = experiment.with_task(compose_cfg(tmp_path, _file(tmp_path, "r.csv", "dataset.target=price",
                                                            "method=agbm")))
     assert cfg.method._target_ == "gbfs.GBFSRegressor"
+    # a ranking file without an extension whose group sizes are elsewhere: LightGBM's layout, renamed
+    (tmp_path / "ranks").write_text((tmp_path / "q.txt").read_text())
+    (tmp_path / "sizes").write_text((tmp_path / "q.txt.query").read_text())
+    sizes = f"dataset.query_path={tmp_path / 'sizes'}"
+    cfg = experiment.with_task(compose_cfg(tmp_path, _file(tmp_path, "ranks", sizes, "method=rank_agbm")))
+    assert cfg.dataset.task == "ranking"
+    experiment.check_dataset(cfg)
+    assert experiment.load_data(cfg).X_train.shape[1] == 6
 
 
 @pytest.mark.parametrize("name, target, task, match", [

@@ -111,12 +111,12 @@ class FileData:
     task: str = "binary"
 
 
-def file_format(path: str | os.PathLike, argument: str = "path") -> str:
-    """The format of ``path`` from its extension (a file without one, next to a ``<file>.query`` file of
-    group sizes, is LIBSVM ranking data, as LightGBM's ``rank.train`` example); ``ValueError`` listing
-    the supported ones."""
+def file_format(path: str | os.PathLike, argument: str = "path", query_path=None) -> str:
+    """The format of ``path`` from its extension (a file without one, with a ``query_path`` or next to
+    a ``<file>.query`` file of group sizes, is LIBSVM ranking data, as LightGBM's ``rank.train``
+    example); ``ValueError`` listing the supported ones."""
     ext = _extension(Path(path))
-    if ext is None and Path(f"{os.fspath(path)}.query").is_file():
+    if ext is None and (query_path is not None or Path(f"{os.fspath(path)}.query").is_file()):
         return "libsvm"
     if ext is None:
         raise ValueError(f"{argument}={os.fspath(path)!r}: unknown file type; supported extensions: "
@@ -124,9 +124,11 @@ def file_format(path: str | os.PathLike, argument: str = "path") -> str:
     return FORMATS[ext]
 
 
-def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, Path | None, str, str | None]:
+def check_file(path, target: str | None = None, test_path=None, query_path=None,
+               test_query_path=None) -> tuple[Path, Path | None, str, str | None]:
     """Check the arguments of :func:`load` without parsing the data: the files exist and have a
-    supported extension, ``target`` is given exactly for tables and is one of their columns, no
+    supported extension (or, for ranking data, a file of group sizes: ``query_path``,
+    ``test_query_path``), ``target`` is given exactly for tables and is one of their columns, no
     column name is repeated, and the test file has the same format and columns.  Returns
     ``(path, test_path, format, target)``, the paths absolute and ``target`` as text (a column ``1``
     given on a command line is ``"1"``).
@@ -142,11 +144,11 @@ def check_file(path, target: str | None = None, test_path=None) -> tuple[Path, P
     if path is None:
         raise ValueError(f"path is required: the data file ({', '.join(FORMATS)})")
     path = _existing(path, "path")
-    fmt = file_format(path)
+    fmt = file_format(path, query_path=query_path)
     test = None if test_path is None else _existing(test_path, "test_path")
-    if test is not None and file_format(test, "test_path") != fmt:
+    if test is not None and (found := file_format(test, "test_path", test_query_path)) != fmt:
         raise ValueError(f"test_path={os.fspath(test)!r} must have the format of path ({fmt}), "
-                         f"found {file_format(test, 'test_path')}")
+                         f"found {found}")
     if fmt not in TABLES:
         if target is not None:
             raise ValueError(f"target={target!r}: a {fmt} file holds its own labels; leave target unset "
@@ -240,7 +242,7 @@ def file_task(path, target: str | None = None, test_path=None, query_path=None, 
     (:func:`gbfs.data.reading.file_labels.detect_task`; parsed once, then read from the cache).
     A given ``task`` is checked against the file: ``ValueError`` naming ``argument`` when the file
     cannot be read as that task."""
-    path, test, fmt, target = check_file(path, target, test_path)
+    path, test, fmt, target = check_file(path, target, test_path, query_path)
     queries = fmt == "libsvm" and ranking_files.has_queries(path, query_path)
     if task == "ranking" or (task == AUTO and queries):
         if not queries:
@@ -278,7 +280,7 @@ def describe(path, target: str | None = None, test_path=None, root=None, categor
     ``problem`` (the error :func:`load` would raise on the contents, or None).  A ranking file
     (:func:`file_task`) is :func:`gbfs.data.reading.ranking_files.describe`'s.  Raises as
     :func:`check_file` does."""
-    path, test, fmt, target = check_file(path, target, test_path)
+    path, test, fmt, target = check_file(path, target, test_path, query_path)
     queries = fmt == "libsvm" and ranking_files.has_queries(path, query_path)
     if fmt == "libsvm" and (task == "ranking" or (task == AUTO and queries)):
         return ranking_files.describe(path, query_path, test)
