@@ -120,7 +120,8 @@ CHART_SCORES = (("test_auc", "test AUC"), ("test_accuracy", "test accuracy"), ("
 
 def chart_points(rows: list[dict], columns: Sequence[str]) -> tuple[str, list[dict]]:
     """The points of a sweep's chart, one per configuration (as :func:`aggregate_seeds` pools them):
-    ``label`` (method and the swept values), the mean and sample sd of ``n_selected_features`` (x)
+    ``label`` (method, data set and the swept values; ``config`` the same without the data set,
+    ``dataset`` apart), the mean and sample sd of ``n_selected_features`` (x)
     and of the score (y; :data:`CHART_SCORES`), and ``n``, the seeds pooled.  Returns the score's
     title and the points; rows without the score or a feature count are left out."""
     key, title = next(((k, t) for k, t in CHART_SCORES if any(r.get(k) is not None for r in rows)),
@@ -135,9 +136,28 @@ def chart_points(rows: list[dict], columns: Sequence[str]) -> tuple[str, list[di
     for group in groups.values():
         first = group[0]
         label = " ".join(str(first.get(k)) for k in keys if first.get(k) not in (None, "", "None"))
+        config = " ".join(str(first.get(k)) for k in keys
+                          if k != "dataset" and first.get(k) not in (None, "", "None"))
         (x, x_sd), (y, y_sd) = (_mean_sd([float(r[k]) for r in group]) for k in ("n_selected_features", key))
-        points.append({"label": label, "x": x, "x_sd": x_sd, "y": y, "y_sd": y_sd, "n": len(group)})
+        points.append({"label": label, "dataset": str(first.get("dataset")), "config": config,
+                       "x": x, "x_sd": x_sd, "y": y, "y_sd": y_sd, "n": len(group)})
     return title, points
+
+
+def summary_name(title: str, points: list[dict]) -> str:
+    """The name of a sweep's summary run: for each data set, the configuration of the highest mean
+    score (every :data:`CHART_SCORES` is higher-is-better) with its mean ± sd and feature count, then
+    ``sweep summary``; the runs table answers "which is best" from the experiment's first page."""
+    best: dict[str, dict] = {}
+    for p in points:
+        if p["dataset"] not in best or p["y"] > best[p["dataset"]]["y"]:
+            best[p["dataset"]] = p
+    if len(best) == 1:
+        (p,) = best.values()
+        return (f"best {p['config']}: {title} {p['y']:.4f} ± {p['y_sd']:.4f}, {p['x']:.0f} features "
+                f"({p['n']} seed{'s' if p['n'] != 1 else ''}) · sweep summary")
+    found = "; ".join(f"{ds}: {p['config']} {p['y']:.4f}" for ds, p in best.items())
+    return f"best {title} by data set: {found} · sweep summary" if best else "sweep summary"
 
 
 def ui_hint(uri: str, exp_id: str | None = None) -> str:

@@ -20,6 +20,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -136,7 +137,7 @@ def capture_from_home(url: str, experiment: str, out_dir: Path, browser: str | N
                       size: tuple[int, int]) -> list[Path]:
     """The way a user finds the comparison without the printed link: from MLflow's home page, the
     *Model training* switch, then the experiment -- its runs table (``mlflow_home_runs.png``) -- then
-    the latest ``sweep-summary`` run's chart under *Artifacts* (``mlflow_sweep_summary.png``)."""
+    the latest sweep summary run's chart under *Artifacts* (``mlflow_sweep_summary.png``)."""
     from playwright.sync_api import sync_playwright
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -152,7 +153,7 @@ def capture_from_home(url: str, experiment: str, out_dir: Path, browser: str | N
             _click_all(page, "button[aria-label='Close']")                 # the assistant's panel
             page.wait_for_timeout(1500)
             page.screenshot(path=str(shots[0]))
-            page.get_by_role("link", name="sweep-summary", exact=True).first.click()
+            page.get_by_role("link", name=re.compile("sweep summary$")).first.click()
             page.get_by_text("Artifacts", exact=True).first.click()
             page.get_by_text("auc_vs_features.png", exact=True).first.click()
             page.get_by_text("Path:").first.wait_for(timeout=60_000)   # the artifact's preview
@@ -179,8 +180,9 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                     help="a Chromium executable (default: Playwright's own, else chromium on the PATH)")
     ap.add_argument("--size", default="1860x900", help="the window, WIDTHxHEIGHT (default: %(default)s)")
     ap.add_argument("--from-home", type=Path, metavar="DIR",
-                    help="also go from the home page to the runs table and to the latest sweep-summary "
-                         "run's chart, saving mlflow_home_runs.png and mlflow_sweep_summary.png in DIR")
+                    help="also go from the home page to the runs table and to the latest sweep "
+                         "summary run's chart, saving mlflow_home_runs.png and "
+                         "mlflow_sweep_summary.png in DIR")
     args = ap.parse_args(argv)
     try:
         args.size = tuple(int(v) for v in args.size.lower().split("x"))
@@ -205,7 +207,7 @@ def take(args: argparse.Namespace) -> Path:
         raise SystemExit(f"no fitted run in experiment {args.experiment!r} of {args.backend_store_uri}")
     if args.from_home is not None and not client.search_runs(
             [exp.experiment_id], filter_string="tags.role = 'sweep_summary'", max_results=1):
-        raise SystemExit(f"--from-home: no sweep-summary run in experiment {args.experiment!r} (a multirun, "
+        raise SystemExit(f"--from-home: no sweep summary run in experiment {args.experiment!r} (a multirun, "
                          "python -m runners.run -m ..., ends with one)")
     mlflow_native.configure_ui(exp.experiment_id, client)
     with contextlib.ExitStack() as stack:

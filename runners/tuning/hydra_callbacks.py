@@ -157,7 +157,7 @@ class PrintComparison(Callback):
 
     The table and the sweep's chart -- the test score against the number of selected features, one
     point per configuration, mean ± sd over its seeds -- are also logged to a run of their own in the
-    experiment (``sweep-summary``, tag ``role=sweep_summary``; :func:`log_summary`), which the
+    experiment (``best ... · sweep summary``, tag ``role=sweep_summary``; :func:`log_summary`), which the
     comparisons leave out.
     """
 
@@ -198,19 +198,20 @@ class PrintComparison(Callback):
 
 def log_summary(client: MlflowClient, exp_id: str, sweep: str, table: str, rows: list[dict],
                 columns: list[str]) -> str:
-    """A FINISHED run ``sweep-summary`` (tags ``role=sweep_summary``, ``sweep_dir``) holding the sweep's
+    """A FINISHED run ``best ... · sweep summary`` (:func:`runners.core.summaries.summary_name`; tags
+    ``role=sweep_summary``, ``sweep_dir``) holding the sweep's
     table (``comparison.md``) and chart (``auc_vs_features.png``; the score is the task's,
     :func:`runners.core.summaries.chart_points`); returns its id.  It ends FAILED if logging fails."""
     import tempfile
 
-    from runners.core.summaries import chart_points
+    from runners.core.summaries import chart_points, summary_name
     from runners.tracking import run_figures
 
     tags = {"role": "sweep_summary", "sweep_dir": sweep, "worker": tracking.worker_id()}
-    run = client.create_run(exp_id, run_name="sweep-summary", tags=tags)
+    score, points = chart_points(rows, columns)
+    run = client.create_run(exp_id, run_name=summary_name(score, points), tags=tags)
     status = "FAILED"
     try:
-        score, points = chart_points(rows, columns)
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "comparison.md").write_text(table + "\n")
             client.log_artifact(run.info.run_id, str(Path(tmp) / "comparison.md"))

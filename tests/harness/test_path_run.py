@@ -173,6 +173,9 @@ def test_the_sweep_table_pools_seeds_and_keeps_runs_one_flag_away(tmp_path, caps
     # the table and the chart are in a run of their own, which no comparison counts as a result
     (summary,) = [r for r in _runs(tmp_path)[1] if r.data.tags.get("role") == "sweep_summary"]
     assert summary.info.status == "FINISHED" and summary.data.tags["sweep_dir"] == str(cfg.hydra.sweep.dir)
+    # its name answers "which is best" in the runs table: here the one configuration
+    assert summary.info.run_name.startswith(f"best agbm: test AUC {mean:.4f} ± {sd:.4f}, ")
+    assert summary.info.run_name.endswith(" features (2 seeds) · sweep summary")
     local = Path(client.download_artifacts(summary.info.run_id, "", str(tmp_path / "summary")))
     assert table[2] in (local / "comparison.md").read_text()
     assert (local / "auc_vs_features.png").read_bytes()[:4] == b"\x89PNG"
