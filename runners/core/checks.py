@@ -24,12 +24,13 @@ from runners.tracking import stores
 
 
 def check_run(cfg: DictConfig, overrides: Sequence[str] | None = None) -> None:
-    """Every setting ``runners.run`` reads: overrides, dataset, ``seed``, tracking, feature budget;
-    then a real dataset's files (:func:`ensure_real_data`)."""
+    """Every setting ``runners.run`` reads: overrides, dataset, ``seed``, tracking, feature budget,
+    feature bags; then a real dataset's files (:func:`ensure_real_data`)."""
     check_overrides(cfg, overrides)
     experiment.check_dataset(cfg)
     check_tracking(cfg.tracking)
     check_budgets(cfg.method)
+    experiment.check_bags(cfg.method, cfg.get("bags"))
     ensure_real_data(cfg)
 
 

@@ -15,6 +15,7 @@ import hydra.utils
 from omegaconf import DictConfig, OmegaConf
 
 from gbfs import GBFSClassifier, GBFSRanker, GBFSRegressor
+from gbfs.criteria import bags as gbfs_bags
 from gbfs.sampling import samplers as sampling
 from runners.core import multitask_variants, ranking_eval, tasks
 
@@ -207,13 +208,15 @@ class EstimatorKind:
     ``multitask``: fitted and scored with the task of every row (:mod:`runners.core.multitask_eval`);
     ``callbacks``: whether ``fit`` gets the runners' per-round callbacks (progress, pruning), which
     assume one model's rounds (independent per-task models have several); ``task``: the
-    ``Dataset.task`` it fits, a key of :data:`TASKS` (how it is fitted, scored and tuned)."""
+    ``Dataset.task`` it fits, a key of :data:`TASKS` (how it is fitted, scored and tuned); ``bags``:
+    whether it takes ``feature_bags`` (:func:`feature_bags_of`)."""
 
     build: Callable[..., object]
     sampling: Callable[[dict, dict], dict]
     multitask: bool = False
     callbacks: bool = True
     task: str = tasks.BINARY.name
+    bags: bool = False  # takes ``feature_bags`` (the ``bags`` config group's)
 
 
 def _as_is(args: dict, params: dict) -> dict:
@@ -224,7 +227,7 @@ def _lgb_sampling(args: dict, params: dict) -> dict:
     return lightgbm_sampling(args, params.get("lgb_params"))
 
 
-_GBFS = EstimatorKind(_gbfs, _as_is)
+_GBFS = EstimatorKind(_gbfs, _as_is, bags=True)
 #: a class named by ``method._target_`` alone: a binary task, the sampler's arguments as they are
 _EXTERNAL = EstimatorKind(_gbfs, _as_is, callbacks=False)
 #: ``method.estimator`` -> its kind.  A new baseline library needs no entry: its method yaml names
@@ -234,18 +237,18 @@ _EXTERNAL = EstimatorKind(_gbfs, _as_is, callbacks=False)
 ESTIMATORS: dict[str, EstimatorKind] = {
     "gbfs": _GBFS,
     "gbfs_path": _GBFS,
-    "gbfs_ranker": EstimatorKind(_ranker, _as_is, task=ranking_eval.TASK),
+    "gbfs_ranker": EstimatorKind(_ranker, _as_is, task=ranking_eval.TASK, bags=True),
     "lightgbm": EstimatorKind(_lightgbm, _lgb_sampling),
     # the other tasks' kinds (runners.core.tasks.with_task maps gbfs and lightgbm to them)
-    "gbfs_multiclass": EstimatorKind(_gbfs, _as_is, task=tasks.MULTICLASS.name),
-    "gbfs_regressor": EstimatorKind(_regressor, _as_is, task=tasks.REGRESSION.name),
+    "gbfs_multiclass": EstimatorKind(_gbfs, _as_is, task=tasks.MULTICLASS.name, bags=True),
+    "gbfs_regressor": EstimatorKind(_regressor, _as_is, task=tasks.REGRESSION.name, bags=True),
     "lightgbm_multiclass": EstimatorKind(_lightgbm_task("LightGBMMulticlassBaseline"), _lgb_sampling,
                                          task=tasks.MULTICLASS.name),
     "lightgbm_regression": EstimatorKind(_lightgbm_task("LightGBMRegressionBaseline"), _lgb_sampling,
                                          task=tasks.REGRESSION.name),
     "lightgbm_lambdarank": EstimatorKind(_lightgbm_task("LightGBMRankerBaseline"), _lgb_sampling,
                                          task=ranking_eval.TASK),
-    "gbfs_multitask": EstimatorKind(multitask_variants.multitask, _as_is, multitask=True),
+    "gbfs_multitask": EstimatorKind(multitask_variants.multitask, _as_is, multitask=True, bags=True),
     "pooled_tasks": EstimatorKind(multitask_variants.pooled, _as_is, multitask=True),
     "independent_tasks": EstimatorKind(multitask_variants.independent, _as_is, multitask=True,
                                        callbacks=False),
@@ -305,13 +308,51 @@ def task_of(method: DictConfig) -> tasks.Task:
     return TASKS[estimator_kind(method).task]
 
 
+def bag_rule(bags: DictConfig | None):
+    """The :mod:`gbfs.criteria.bags` rule of the ``bags`` config group (``conf/bags/``), its
+    arguments checked; None for ``bags=none``.  Errors name ``bags.rule`` / ``bags.args``."""
+    if bags is None or bags.get("rule") is None:
+        return None
+    missing = [k for k in (bags.get("args") or {}) if OmegaConf.is_missing(bags.args, k)]
+    if missing:
+        raise ValueError(f"bags={bags.get('name')}: set bags.args.{missing[0]} (e.g. on the command line)")
+    args = OmegaConf.to_container(bags.get("args") or {}, resolve=True)
+    try:
+        return gbfs_bags.bag_rule(str(bags.rule), **args)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"bags={bags.get('name')} (bags.rule, bags.args): {e}") from None
+
+
+def check_bags(method: DictConfig, bags: DictConfig | None) -> None:
+    """A ``bags`` rule only for a method whose estimator takes ``feature_bags``, and not next to
+    ``method.params.feature_bags``: bags are never dropped or overridden unsaid."""
+    if bag_rule(bags) is None:
+        return
+    if not estimator_kind(method).bags:
+        raise ValueError(f"bags={bags.get('name')}: method {method.name!r} (method.estimator: "
+                         f"{method.get('estimator')}) takes no feature bags; use a gbfs method or bags=none")
+    if (method.get("params") or {}).get("feature_bags") is not None:
+        raise ValueError(f"bags={bags.get('name')} and method.params.feature_bags both give the bags: "
+                         "keep one")
+
+
+def feature_bags_of(bags: DictConfig | None, X, feature_names: Sequence[str]):
+    """The ``feature_bags`` the ``bags`` config gives the columns of ``X`` (the training rows;
+    the labels are never read), or None for ``bags=none``."""
+    rule = bag_rule(bags)
+    return None if rule is None else rule.bags(X, feature_names)
+
+
 def build_estimator(method: DictConfig, seed: int, n_threads: int | None, params: dict,
-                    sampler: DictConfig | None = None, categorical: Sequence[int] = ()):
+                    sampler: DictConfig | None = None, categorical: Sequence[int] = (),
+                    feature_bags=None):
     """The estimator of a method config (``method.estimator``, :data:`ESTIMATORS`: ``GBFSClassifier``,
     ``GBFSRanker``, ``LightGBMBaseline``, ...), with the row sampler of ``sampler`` (``cfg.sampler``)
-    merged by :func:`with_sampler` and the dataset's ``categorical`` columns
-    (``Dataset.categorical``) split on category sets."""
+    merged by :func:`with_sampler`, the dataset's ``categorical`` columns (``Dataset.categorical``)
+    split on category sets and the ``feature_bags`` of :func:`feature_bags_of`."""
     params = with_sampler(method, params, sampler)
     if categorical:
         params["categorical_features"] = [int(j) for j in categorical]
+    if feature_bags is not None:
+        params["feature_bags"] = feature_bags
     return estimator_kind(method).build(random_state=seed, n_threads=n_threads, **params)

@@ -31,7 +31,9 @@ from runners.core.estimators import (  # noqa: F401 (runners and tests import th
     TASKS,
     EstimatorKind,
     build_estimator,
+    check_bags,
     estimator_kind,
+    feature_bags_of,
     lightgbm_sampling,
     method_params,
     sampler_params,
@@ -182,7 +184,7 @@ def fit_evaluate(cfg: DictConfig, ds: Dataset, params: dict, callbacks: Sequence
     (the unpenalised refit on the selected features, part of ``fit_seconds``).
     """
     est = build_estimator(cfg.method, int(cfg.seed), cfg.n_threads, params, cfg.get("sampler"),
-                          ds.categorical)
+                          ds.categorical, feature_bags_of(cfg.get("bags"), ds.X_train, ds.feature_names))
     kind = estimator_kind(cfg.method)
     t0 = time.perf_counter()
     if kind.multitask:     # the metrics of runners.core.multitask_eval: Total and per task

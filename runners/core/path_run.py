@@ -59,7 +59,8 @@ def fit_path(cfg: DictConfig, ds: Dataset, tags: dict[str, str]) -> experiment.L
     """
     template = experiment.build_estimator(cfg.method, int(cfg.seed), cfg.n_threads,
                                           experiment.method_params(cfg.method), cfg.get("sampler"),
-                                          ds.categorical)
+                                          ds.categorical, experiment.feature_bags_of(
+                                              cfg.get("bags"), ds.X_train, ds.feature_names))
     budgets = [int(k) for k in cfg.method.budgets]
     search = OmegaConf.to_container(cfg.method.path, resolve=True) if cfg.method.get("path") else {}
     parent = RunLog.active()

@@ -49,7 +49,9 @@ class Harness:
         self.log = root / f"{module}.log"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen([sys.executable, "-m", module, *TINY, *overrides, "n_threads=1"],
-                                         cwd=REPO, env={**os.environ, "GBFS_ROOT": str(root)},
+                                         # a crash prints every thread's Python stack to the log
+                                         cwd=REPO, env={**os.environ, "GBFS_ROOT": str(root),
+                                                        "PYTHONFAULTHANDLER": "1"},
                                          stdout=out, stderr=subprocess.STDOUT)
 
     def runs(self, filter_string: str = ""):

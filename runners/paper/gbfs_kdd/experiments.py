@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.cluster import FeatureAgglomeration
 from sklearn.datasets import load_digits
 from sklearn.metrics import log_loss
 from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import StandardScaler
 
+from gbfs.criteria.bags import CorrelationBags
 from gbfs.data.synthetic.generators import make_gbfs_figure1
 from runners.bench.selection import data as bench_data
 from runners.bench.selection.families import l1_logistic
@@ -129,11 +128,10 @@ def figure1(cfg: Mapping) -> pd.DataFrame:
 
 def gene_bags(X: np.ndarray, n_genes: int, n_bags: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``n_genes`` columns of highest minimal value (Alon et al.'s preprocessing of the Colon
-    set) and their bag of correlated columns (``FeatureAgglomeration``, Ward linkage on the
-    standardised columns; unsupervised, no label seen)."""
+    set) and their bag of correlated columns (:class:`gbfs.criteria.bags.CorrelationBags`: Ward
+    linkage on the standardised columns; unsupervised, no label seen)."""
     genes = np.sort(np.argsort(-X.min(axis=0), kind="stable")[:n_genes])
-    Z = StandardScaler().fit_transform(X[:, genes])
-    return genes, FeatureAgglomeration(n_clusters=n_bags).fit(Z).labels_.astype(np.int64)
+    return genes, CorrelationBags(n_bags).bags(X[:, genes])
 
 
 def _l1_cv(s: S.Split, Cs) -> dict:
