@@ -105,8 +105,10 @@ def connect(settings: Mapping[str, Any]) -> None:
     try:
         ray.init(address=address, **init)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as err:
+        # the reason (a cluster with token authentication, say) is often only in the cause
+        reasons = [str(e).strip().splitlines()[0] for e in (err, err.__cause__) if e and str(e).strip()]
         raise ValueError(f"hydra.launcher.address={address}: could not connect to a Ray cluster "
-                         f"({str(err).strip().splitlines()[0]}); {hint}") from err
+                         f"({': '.join(reasons)}); {hint}") from err
 
 
 def _probe(address: str, hint: str) -> None:
@@ -147,7 +149,7 @@ def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_id
     settings = _settings(launcher.settings)
     connect(settings)   # already connected by the CheckLauncher callback, unless it is not configured
     task = ray.remote(num_cpus=settings["num_cpus"], max_retries=0)(execute_job)
-    log.info(f"Ray launcher: {len(job_overrides)} jobs on {ray.get_runtime_context().gcs_address}, "
+    log.info(f"Ray launcher: {len(job_overrides)} jobs on {settings['address'] or 'a local cluster'}, "
              f"{settings['num_cpus']} CPU(s) each; sweep output dir: {config.hydra.sweep.dir}")
     state, jobs = Singleton.get_state(), []
     with tracking.sigterm_as_interrupt():   # SIGTERM cancels the jobs as Ctrl-C does, then exits 143

@@ -67,8 +67,9 @@ def ray_cluster():
     env, port = _ray_env(folder), _free_port()
     ports = [f"--{name}-port={_free_port()}" for name in ("ray-client-server", "dashboard-agent-listen",
                                                             "dashboard", "metrics-export")]
-    argv = [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-            f"--port={port}", "--num-cpus=2", "--include-dashboard=false", "--disable-usage-stats",
+    argv = [str(Path(sys.executable).parent / "ray"), "start", "--head", "--block",
+            "--node-ip-address=127.0.0.1", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+            "--disable-usage-stats",
             f"--temp-dir={folder / 'ray'}", f"--object-store-memory={100 * 2**20}", *ports]
     with open(folder / "head.log", "w") as out:
         head = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT,
@@ -96,7 +97,8 @@ def _runs(uri: str, role: str | None = None) -> list:
     return [r for r in runs if role is None or r.data.tags.get("role") == role]
 
 
-def _multirun(module: str, root: Path, overrides: list[str], env: dict[str, str]) -> list[str]:
+def _multirun(module: str, root: Path, overrides: list[str]) -> list[str]:
+    """The command line of a multirun of ``module`` on the TINY data under ``root``."""
     argv = tune_argv(root, overrides) if module == "runners.tune" else \
         [sys.executable, "-m", module, f"paths.root_dir={root}", *TINY, *overrides]
     argv.insert(argv.index(module) + 1, "-m")
@@ -114,7 +116,7 @@ def test_the_ray_launcher_composes():
 @pytest.mark.parametrize("override, message", [
     ("hydra.launcher.num_cpus=0", r"hydra.launcher.num_cpus must be a positive whole number"),
     ("hydra.launcher.num_cpus=1.5", r"hydra.launcher.num_cpus must be a positive whole number"),
-    ("+hydra.launcher.init.address=x:1", r"hydra.launcher.init.address: give the cluster as hydra.launcher.address"),
+    ("+hydra.launcher.init.address=x:1", r"hydra.launcher.init.address: give the cluster as hydra.launcher"),
     ("hydra.launcher.address=nohost", r"hydra.launcher.address=nohost: not host:port"),
 ])
 def test_bad_ray_settings_name_the_key(tmp_path, override, message):
@@ -135,13 +137,13 @@ def test_an_unreachable_ray_address_names_the_key_at_once(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("override, message", [
     ("hydra.launcher.num_cpus=0", "hydra.launcher.num_cpus must be a positive whole number"),
-    ("hydra.launcher.address=127.0.0.1:PORT", "hydra.launcher.address=127.0.0.1:PORT: no Ray cluster answers"),
+    ("hydra.launcher.address=127.0.0.1:PORT", "hydra.launcher.address=127.0.0.1:PORT: no Ray cluster"),
 ])
 def test_a_sweep_with_bad_ray_settings_stops_before_anything_exists(tmp_path, override, message):
     pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[ray]")')
     port = str(_free_port())
     argv = _multirun("runners.tune", tmp_path, ["hydra/launcher=ray", override.replace("PORT", port),
-                                                "seed=0,1"], os.environ)
+                                                "seed=0,1"])
     res = subprocess.run(argv, cwd=REPO, env=_ray_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert res.returncode == 1 and message.replace("PORT", port) in res.stderr, res.stderr[-3000:]
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()
@@ -157,9 +159,10 @@ def test_a_multirun_on_a_local_ray_cluster_logs_every_job_and_a_summary(tmp_path
     folder = Path(tempfile.mkdtemp(prefix="gbfs-ray-"))   # Ray's sockets: a short path
     try:
         argv = _multirun("runners.run", tmp_path, [
-            "hydra/launcher=ray", "+hydra.launcher.init.num_cpus=2", f"+hydra.launcher.init._temp_dir={folder}",
-            "method=agbm,gbfs", "seed=0,1", "n_threads=1"], os.environ)
-        res = subprocess.run(argv, cwd=REPO, env=_ray_env(folder), capture_output=True, text=True, timeout=900)
+            "hydra/launcher=ray", "+hydra.launcher.init.num_cpus=2",
+            f"+hydra.launcher.init._temp_dir={folder}", "method=agbm,gbfs", "seed=0,1", "n_threads=1"])
+        res = subprocess.run(argv, cwd=REPO, env=_ray_env(folder), capture_output=True, text=True,
+                             timeout=900)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     assert res.returncode == 0, res.stderr[-3000:]
@@ -167,7 +170,8 @@ def test_a_multirun_on_a_local_ray_cluster_logs_every_job_and_a_summary(tmp_path
     runs = [r for r in _runs(uri) if r.data.tags.get("role") != "sweep_summary"]
     assert sorted((r.data.tags["method"], r.data.tags["seed"]) for r in runs) == [
         ("agbm", "0"), ("agbm", "1"), ("gbfs", "0"), ("gbfs", "1")]
-    assert all(r.info.status == "FINISHED" for r in runs) and len({r.data.tags["sweep_dir"] for r in runs}) == 1
+    assert all(r.info.status == "FINISHED" for r in runs)
+    assert len({r.data.tags["sweep_dir"] for r in runs}) == 1
     assert len({r.data.tags["worker"] for r in runs}) >= 2   # jobs ran in several Ray workers at once
     (summary,) = _runs(uri, role="sweep_summary")
     assert summary.info.status == "FINISHED"
@@ -182,7 +186,7 @@ def test_jobs_on_a_ray_cluster_share_one_study(tmp_path, ray_cluster):
     address, env = ray_cluster
     argv = _multirun("runners.tune", tmp_path, [
         "hydra/launcher=ray", f"hydra.launcher.address={address}", "seed=0,0", "tune.n_trials=6",
-        "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1"], env)
+        "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1"])
     res = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     cfg = tiny_study_cfg(tmp_path, "tune.n_trials=6")
@@ -204,7 +208,8 @@ def _running_trial(proc: subprocess.Popen, cfg, log: Path):
         trials = stored_study(cfg).trials
     except KeyError:   # the study does not exist yet
         return None
-    return next((t for t in trials if t.state == TrialState.RUNNING and "mlflow_run_id" in t.user_attrs), None)
+    running = [t for t in trials if t.state == TrialState.RUNNING and "mlflow_run_id" in t.user_attrs]
+    return running[0] if running else None
 
 
 def _interrupt(argv: list[str], env: dict[str, str], cfg, kill) -> tuple[int, str, object]:
@@ -228,13 +233,14 @@ def _interrupt(argv: list[str], env: dict[str, str], cfg, kill) -> tuple[int, st
 @pytest.mark.slow
 def test_a_killed_or_cancelled_ray_job_ends_its_runs_and_a_rerun_resumes_the_study(tmp_path, ray_cluster):
     """SIGTERM to the Ray worker running a job, then SIGTERM to the sweep (which cancels its job with
-    ``ray.cancel``): each time the running trial is FAIL and its runs end KILLED, nothing is left
+    ``ray.cancel``): each time the running trial is FAIL and its runs are ended, nothing is left
     RUNNING; a rerun runs the trials still missing."""
     address, env = ray_cluster
     # a trial runs for minutes (no early stopping): it is interrupted in the middle
-    slow = ["tune.n_trials=3", "method.params.n_estimators=100000", "method.params.early_stopping_rounds=null"]
+    slow = ["tune.n_trials=3", "method.params.n_estimators=100000",
+            "method.params.early_stopping_rounds=null"]
     argv = _multirun("runners.tune", tmp_path, ["hydra/launcher=ray", f"hydra.launcher.address={address}",
-                                                "seed=0", *slow], env)
+                                                "seed=0", *slow])
     cfg = tiny_study_cfg(tmp_path, "tune.n_trials=3")
     client = MlflowClient(tracking_uri=cfg.tracking.uri)
 
@@ -257,7 +263,7 @@ def test_a_killed_or_cancelled_ray_job_ends_its_runs_and_a_rerun_resumes_the_stu
         assert not [r for r in _runs(cfg.tracking.uri) if r.info.status == "RUNNING"]
     res = subprocess.run(_multirun("runners.tune", tmp_path, ["hydra/launcher=ray",
                                                               f"hydra.launcher.address={address}", "seed=0",
-                                                              "tune.n_trials=3"], env),
+                                                              "tune.n_trials=3"]),
                          cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     study = stored_study(cfg)
