@@ -88,7 +88,7 @@ def check_settings(launcher: Mapping | DictConfig) -> None:
 def connect(settings: Mapping[str, Any]) -> None:
     """Connect this process to the Ray cluster of ``settings`` (:func:`check_settings`'s keys), or
     start a local one; nothing when it is connected already.  ``ValueError`` naming
-    ``hydra.launcher.address`` when no cluster answers there."""
+    ``hydra.launcher.address`` when no cluster answers there or it refuses this process."""
     try:
         import ray
     except ImportError as err:
@@ -96,10 +96,8 @@ def connect(settings: Mapping[str, Any]) -> None:
     if ray.is_initialized():
         return
     address, init = settings["address"], dict(settings["init"])
-    hint = ("start one with `ray start --head --port 6379` and give hydra.launcher.address=<its host>:6379, "
-            "or leave hydra.launcher.address null for a local cluster")
     if address not in (None, "auto", "local"):
-        _probe(address, hint)
+        _probe(address)
     else:
         init = {**LOCAL_DEFAULTS, **init}
     try:
@@ -108,20 +106,28 @@ def connect(settings: Mapping[str, Any]) -> None:
         # the reason (a cluster with token authentication, say) is often only in the cause
         reasons = [str(e).strip().splitlines()[0] for e in (err, err.__cause__) if e and str(e).strip()]
         raise ValueError(f"hydra.launcher.address={address}: could not connect to a Ray cluster "
-                         f"({': '.join(reasons)}); {hint}") from err
+                         f"({': '.join(reasons)}); a cluster with token authentication (Ray's default) "
+                         f"also needs RAY_AUTH_MODE=token and its token (RAY_AUTH_TOKEN or "
+                         f"RAY_AUTH_TOKEN_PATH) in this environment") from err
 
 
-def _probe(address: str, hint: str) -> None:
-    """Fail fast, naming the key, when nothing accepts connections at ``address``: ``ray.init``
-    retries an unreachable head for about a minute before it gives up."""
+#: what to do when nothing answers at ``hydra.launcher.address``
+START_HINT = ("start a cluster with `ray start --head --port 6379` and give hydra.launcher.address=<its "
+              "host>:6379, or leave hydra.launcher.address null for a local cluster")
+
+
+def _probe(address: str) -> None:
+    """Fail at once, naming the key, when nothing accepts connections at ``address``: ``ray.init``
+    retries such a head for minutes."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
-        raise ValueError(f"hydra.launcher.address={address}: not host:port, ray://host:port or auto; {hint}")
+        raise ValueError(f"hydra.launcher.address={address}: not host:port, ray://host:port or auto; "
+                         f"{START_HINT}")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT).close()
     except OSError as err:
         raise ValueError(f"hydra.launcher.address={address}: no Ray cluster answers there ({err}); "
-                         f"{hint}") from err
+                         f"{START_HINT}") from err
 
 
 def execute_job(idx: int, sweep_config: DictConfig, hydra_context: HydraContext,

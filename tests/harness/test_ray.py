@@ -153,6 +153,22 @@ def test_a_sweep_with_bad_ray_settings_stops_before_anything_exists(tmp_path, ov
 # ------------------------------------------------------------------------------- sweeps
 
 @pytest.mark.slow
+def test_a_sweep_without_the_clusters_token_names_the_address(tmp_path, ray_cluster):
+    """The cluster authenticates by token: a sweep connecting without it stops, naming the key and
+    Ray's reason, before any store exists."""
+    address, env = ray_cluster
+    env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+    argv = _multirun("runners.run", tmp_path, ["hydra/launcher=ray", f"hydra.launcher.address={address}",
+                                               "method=agbm,gbfs"])
+    res = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, res.stderr[-3000:]
+    assert f"hydra.launcher.address={address}: could not connect to a Ray cluster" in res.stderr
+    assert "InvalidAuthToken" in res.stderr, res.stderr[-3000:]
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "outputs").exists()
+
+
+
+@pytest.mark.slow
 def test_a_multirun_on_a_local_ray_cluster_logs_every_job_and_a_summary(tmp_path):
     """No address: the sweep starts a local cluster (2 CPUs here) and stops it at its end."""
     pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[ray]")')
