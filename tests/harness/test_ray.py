@@ -125,6 +125,13 @@ def test_bad_ray_settings_name_the_key(tmp_path, override, message):
         CheckLauncher().on_multirun_start(cfg)
 
 
+def test_a_sweep_without_ray_installed_names_the_extra(tmp_path, monkeypatch):
+    cfg = compose_cfg(tmp_path, ["hydra/launcher=ray"], hydra_cfg=True)
+    monkeypatch.setitem(sys.modules, "ray", None)   # every import of it fails, as without Ray
+    with pytest.raises(SystemExit, match=r'hydra.launcher=ray needs Ray .*pip install -e "\.\[ray\]"'):
+        CheckLauncher().on_multirun_start(cfg)
+
+
 def test_an_unreachable_ray_address_names_the_key_at_once(tmp_path):
     pytest.importorskip("ray", reason='Ray is not installed (pip install -e ".[ray]")')
     address = f"127.0.0.1:{_free_port()}"   # nothing listens there
