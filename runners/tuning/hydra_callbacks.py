@@ -21,9 +21,17 @@ LAUNCHER_PLUGINS = {
 }
 
 
+#: the harness's own launchers, by ``_target_``: the function (``module:name``) that checks their
+#: ``hydra.launcher`` settings (and reaches their cluster) before any job, raising ``ValueError``
+#: naming the key
+LAUNCHER_CHECKS = {
+    "hydra_plugins.gbfs_ray_launcher.ray_launcher.RayLauncher": "runners.tuning.ray_launcher:check_settings",
+}
+
+
 def check_launcher(launcher: DictConfig | None) -> None:
     """Raise ``SystemExit`` saying which extra to install when the plugin of ``hydra.launcher``
-    cannot be imported.
+    cannot be imported, or naming the key of a bad setting of one of :data:`LAUNCHER_CHECKS`.
 
     Without the plugin Hydra only says it "could not load" the launcher's config or class;
     ``conf/hydra/launcher/slurm.yaml`` includes the plugin's settings optionally so that it still
@@ -40,6 +48,12 @@ def check_launcher(launcher: DictConfig | None) -> None:
                 raise SystemExit(f"hydra.launcher: the launcher {target.rpartition('.')[2]} needs "
                                  f"{package.rpartition('.')[2].replace('_', '-')} ({err}); install it with "
                                  f'pip install -e ".[{extra}]"') from err
+    if target in LAUNCHER_CHECKS:
+        module, _, name = LAUNCHER_CHECKS[target].partition(":")
+        try:
+            getattr(importlib.import_module(module), name)(launcher)
+        except ValueError as err:
+            raise SystemExit(str(err)) from err
 
 
 class CheckLauncher(Callback):
