@@ -15,7 +15,7 @@ run, their invocation numbers and who refits (:func:`runners.tuning.study.claim_
   file system the machines share (NFS), with no database server.  A claim replays the log and appends
   the attribute only if it is absent, holding a second lock file (``<file>.claim.lock``, of the same
   Optuna lock class) that every claim takes: no other claim can append between the read and the
-  write.  Optuna's lock files work on NFS (``link``/``O_EXCL``, not ``fcntl``) and are broken after 30 s
+  write.  Optuna's lock files work on NFS (``symlink``/``O_EXCL``, not ``fcntl``) and are broken after 30 s
   without change, so a process killed while holding one delays the others, never blocks them.
 """
 
@@ -54,8 +54,8 @@ class SharedStorage(abc.ABC):
     @classmethod
     @abc.abstractmethod
     def open(cls, url: str, timeout: int | None) -> SharedStorage:
-        """The storage at ``url`` (checked), created if need be; ``timeout``: seconds a server may
-        take to accept a connection."""
+        """The storage at ``url``, created if need be; ``timeout``: seconds a server may take to
+        accept a connection."""
 
     @abc.abstractmethod
     def claim(self, study_id: int, key: str, value: object, system: bool) -> None:
