@@ -42,10 +42,6 @@ def storage(request, tmp_path) -> list[str]:
     return [f"tune.storage='{STORAGES[request.param].format(root=tmp_path)}'"]
 
 
-# two studies of ~10 s each: the SQLite one stays in the default suite, the journal's claims are in
-# test_storages.py
-@pytest.mark.parametrize("storage", ["sqlite", pytest.param("journal", marks=pytest.mark.slow)],
-                         indirect=True)
 def test_trials_running_in_a_live_worker_are_claimed(tmp_path, storage):
     """A trial RUNNING in another live process holds its slot of the budget: this worker runs only the
     rest, and leaves the refit to the worker still running a trial."""
