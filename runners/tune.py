@@ -2,13 +2,15 @@
 
     python -m runners.tune method=agbm dataset=gisette_like tune.n_trials=30
     python -m runners.tune method=gtgbm tune.storage=postgresql://user@db/optuna    # a shared study
+    python -m runners.tune method=gtgbm tune.storage=journal:///shared/optuna.log   # ... without a server
 
 ``main`` only calls :func:`run`, importable, which returns the refit's metrics.  Optuna is driven
-directly (seeded TPE, median pruning on the per-iteration validation metric, RDB storage): a study
-is resumable by name and runs trials until ``tune.n_trials`` of them count (COMPLETE or PRUNED: a
-failed trial never uses up the budget), within ``tune.timeout`` seconds.  Several workers may share
-a study (parallel jobs, or the same command on several machines): together they run exactly
-``n_trials`` counted trials, log under one parent run and refit once (:mod:`runners.tuning.study`).
+directly (seeded TPE, median pruning on the per-iteration validation metric, an RDB storage or a
+journal file, :mod:`runners.tuning.storages`): a study is resumable by name and runs trials until
+``tune.n_trials`` of them count (COMPLETE or PRUNED: a failed trial never uses up the budget),
+within ``tune.timeout`` seconds.  Several workers may share a study (parallel jobs, or the same
+command on several machines): together they run exactly ``n_trials`` counted trials, log under one
+parent run and refit once (:mod:`runners.tuning.study`).
 ``tune.objective=val_auc_budget`` either penalises the features over ``tune.feature_budget``
 (``tune.budget_mode=penalty``) or makes those trials infeasible (``constraint``: TPE learns the
 constraint and the refit only considers trials within the budget); ``tune.budget_mode=hard`` gives

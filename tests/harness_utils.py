@@ -40,10 +40,12 @@ def tiny_study_cfg(root: Path, *overrides: str):
 
 
 def stored_study(cfg):
-    """The Optuna study of ``cfg.tune`` as its storage holds it now."""
+    """The Optuna study of ``cfg.tune`` as its storage (an SQLAlchemy URL or a journal file) holds it now."""
     import optuna
 
-    return optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    from runners.tuning.storages import open_storage
+
+    return optuna.load_study(study_name=cfg.tune.study_name, storage=open_storage(cfg.tune.storage))
 
 
 def paper_rows(method_prefix: str, k_param: str) -> list:
@@ -255,7 +257,7 @@ def race(studies: list[tuple[str, str]], n_trials: int, n_workers: int = 6) -> l
         p.join(timeout=120)
     assert all(status == "ok" for status, _ in got), got
     for i, (url, name) in enumerate(studies):
-        study = optuna.load_study(study_name=name, storage=url)
+        study = optuna.load_study(study_name=name, storage=study_module.open_storage(url))
         assert study_module.n_done(study) == n_trials, [t.state for t in study.trials]
         assert not study.get_trials(states=(TrialState.RUNNING,))
         run_here = [t for t in study.trials if study_module.NOT_RUN not in t.user_attrs]

@@ -15,10 +15,10 @@ from omegaconf import DictConfig
 
 from runners.core import experiment
 from runners.core.checks import check_count, check_overrides, check_run, check_tracking, is_int
-from runners.tracking import stores
 from runners.tuning import study as studies
 from runners.tuning.objective import constrained, objective_value
 from runners.tuning.search_space import check_search_space
+from runners.tuning.storages import check_storage
 
 #: the largest seed numpy's generators (and so TPE) take, plus one
 SEED_BOUND = 2**32
@@ -44,8 +44,9 @@ def check_reproduction(cfg: DictConfig, overrides: Sequence[str] | None = None) 
 def check_tune_values(tune: DictConfig | Mapping) -> None:
     """The ``tune`` keys every study of a command shares: the budget (``feature_budget`` >= 0,
     ``budget_penalty`` >= 0: a negative one rewards features over the budget), the integers
-    (``sampler_seed``, ``n_startup_trials``, ``pruner_warmup_steps``), the storage's URL, driver
-    and SQLite file (:func:`runners.tracking.stores.check_sqlalchemy_url`) and ``storage_timeout``."""
+    (``sampler_seed``, ``n_startup_trials``, ``pruner_warmup_steps``), the storage (an SQLAlchemy
+    URL, its driver and SQLite file, or a journal file: :func:`runners.tuning.storages.check_storage`)
+    and ``storage_timeout``."""
     check_count("tune.feature_budget", tune.get("feature_budget"), 0, "a number of features")
     penalty = tune.get("budget_penalty", 0.0)
     if not isinstance(penalty, (int, float)) or isinstance(penalty, bool) or not math.isfinite(penalty) \
@@ -60,7 +61,7 @@ def check_tune_values(tune: DictConfig | Mapping) -> None:
         if key in tune:
             check_count(f"tune.{key}", tune[key], 0, "a number of trials or iterations", allow_none=False)
     if "storage" in tune:
-        stores.check_sqlalchemy_url(tune["storage"], "tune.storage")
+        check_storage(tune["storage"], "tune.storage")
     check_count("tune.storage_timeout", tune.get("storage_timeout"), 1, "seconds to connect")
 
 

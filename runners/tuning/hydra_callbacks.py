@@ -87,7 +87,8 @@ class InitMLflowStore(Callback):
 
 
 class InitOptunaStorage(Callback):
-    """Create the Optuna RDB schema once, before the jobs, when the sweep tunes (``tune=optuna``).
+    """Create the Optuna storage once (an RDB schema, or a journal file), before the jobs, when
+    the sweep tunes (``tune=optuna``).
 
     Parallel ``runners.tune`` jobs on a fresh SQLite storage otherwise race to create it ("table
     trial_system_attributes already exists", "UNIQUE constraint failed: alembic_version").
@@ -96,10 +97,10 @@ class InitOptunaStorage(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         if config.get("tune") is not None and config.tune.get("enabled"):
             from runners.tracking import stores
-            from runners.tuning.study import open_storage
+            from runners.tuning.storages import check_storage, open_storage
 
-            try:   # a bad URL, driver or SQLite file, or a server that does not answer in time
-                stores.check_sqlalchemy_url(config.tune.get("storage"), "tune.storage")
+            try:   # a bad URL, driver, SQLite or journal file, or a server that does not answer in time
+                check_storage(config.tune.get("storage"), "tune.storage")
                 open_storage(config.tune.storage, config.tune.get("storage_timeout", stores.DEFAULT_TIMEOUT))
             except (ValueError, ConnectionError) as err:
                 raise SystemExit(str(err)) from err

@@ -19,6 +19,7 @@ from optuna.trial import FrozenTrial
 
 from runners.tracking.run_log import RunLog
 from runners.tuning import study as studies
+from runners.tuning.storages import SharedStorage
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ def find_parent_run(study: optuna.Study, exp_id: str) -> str | None:
     return found[0].info.run_id if found else None
 
 
-def _new_parent(storage: optuna.storages.RDBStorage, study: optuna.Study, exp_id: str,
+def _new_parent(storage: SharedStorage, study: optuna.Study, exp_id: str,
                 tags: dict[str, str]) -> tuple[str, bool]:
     """Start the study's run and record it in the study, unless a parallel worker recorded its own
     first: return the run to use and whether this worker's run is the study's (invocation 1)."""
@@ -95,7 +96,7 @@ def _new_parent(storage: optuna.storages.RDBStorage, study: optuna.Study, exp_id
     return stored, False
 
 
-def start_parent(storage: optuna.storages.RDBStorage, study: optuna.Study, exp_id: str,
+def start_parent(storage: SharedStorage, study: optuna.Study, exp_id: str,
                  tags: dict[str, str]) -> tuple[mlflow.ActiveRun, int, bool]:
     """Resume the study's parent run, or start it; return it, this invocation's number and whether
     this invocation started the run (and so logs the config as params)."""

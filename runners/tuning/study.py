@@ -1,4 +1,4 @@
-"""The Optuna side of :mod:`runners.tune`: the RDB storage, the study, and its workers.
+"""The Optuna side of :mod:`runners.tune`: the storage, the study, and its workers.
 
 Several workers (parallel jobs of a multirun, or the same command run on several machines) may
 share one study; they coordinate through the storage only:
@@ -12,8 +12,9 @@ share one study; they coordinate through the storage only:
   checked, so no more than ``n_trials`` ever count (a trial taken from the queue of
   ``enqueue_trial``, whose number predates its claim, counts the claimed trials of any number).
 * **the shared records.**  Optuna's own ``set_user_attr`` overwrites; :func:`claim_attr` inserts a
-  study attribute only if it is absent, so the first worker wins and the others read its value
-  back: the study's MLflow parent run, the invocation numbers, and who refits (:func:`claim_refit`).
+  study attribute only if it is absent (atomically, in each kind of storage of
+  :mod:`runners.tuning.storages`), so the first worker wins and the others read its value back: the
+  study's MLflow parent run, the invocation numbers, and who refits (:func:`claim_refit`).
 * **dead workers.**  A trial records its worker (``host:pid``); one left RUNNING by a process of
   this host that no longer exists is marked FAIL by the next invocation
   (:func:`fail_interrupted_trials`).  Workers of other hosts are assumed alive.
@@ -21,7 +22,6 @@ share one study; they coordinate through the storage only:
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -29,15 +29,14 @@ import time
 import warnings
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 
 import optuna
-import sqlalchemy
 from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
 from runners.tracking import stores
 from runners.tuning import objective
+from runners.tuning.storages import SharedStorage, open_storage
 
 log = logging.getLogger(__name__)
 
@@ -54,33 +53,6 @@ WORKER, NOT_RUN, ERROR = "worker", "not_run", "error"
 UNRECORDED_GRACE = 300.0
 
 
-def open_storage(url: str, timeout: int | None = stores.DEFAULT_TIMEOUT) -> optuna.storages.RDBStorage:
-    """The Optuna RDB storage at ``url`` (``tune.storage``), its schema created if need be.
-
-    SQLite waits up to 60 s for the file's lock; a database server must accept the connection
-    within ``timeout`` seconds (``tune.storage_timeout``, :func:`runners.tracking.stores.connect_args`):
-    without it psycopg2 waits for ever on a server that accepts and never answers.
-
-    Raises
-    ------
-    runners.tracking.stores.StoreUnreachable
-        Naming ``tune.storage`` when its server refuses or does not answer in time.
-    """
-    engine_kwargs = {}
-    if url.startswith("sqlite:///"):
-        Path(url[len("sqlite:///"):]).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        # parallel studies of a multirun share the file: wait for its lock instead of failing
-        engine_kwargs = {"connect_args": {"timeout": 60}}
-    elif args := stores.connect_args(url, timeout):
-        engine_kwargs = {"connect_args": args}
-    try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)
-    except sqlalchemy.exc.OperationalError as err:
-        if url.startswith("sqlite"):   # a lock held beyond 60 s: SQLite's own message says so
-            raise
-        raise stores.unreachable(url, "tune.storage", timeout, "tune.storage_timeout", err) from err
-
-
 def pruner(tune: DictConfig) -> optuna.pruners.BasePruner:
     if tune.pruner is None:
         return optuna.pruners.NopPruner()
@@ -91,7 +63,7 @@ def pruner(tune: DictConfig) -> optuna.pruners.BasePruner:
     raise ValueError(f"tune.pruner must be 'median' or null, got {tune.pruner!r}")
 
 
-def load_study(tune: DictConfig, storage: optuna.storages.RDBStorage | None = None,
+def load_study(tune: DictConfig, storage: SharedStorage | None = None,
                invocation: int = 1) -> optuna.Study:
     """Create the study of ``tune.study_name`` in ``tune.storage`` (or ``storage``), or load it.
 
@@ -192,7 +164,10 @@ def fail_interrupted_trials(study: optuna.Study) -> list[FrozenTrial]:
     now = datetime.now()
     dead = [t for t in study.get_trials(states=(TrialState.RUNNING,)) if not _running_alive(t, now)]
     for t in dead:
-        study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+        try:
+            study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass   # another worker starting at the same time failed it between the check and the write
     if dead:
         log.warning("study %s: trials %s were left RUNNING by a dead process; marked FAIL, not counted",
                     study.study_name, [t.number for t in dead])
@@ -201,23 +176,17 @@ def fail_interrupted_trials(study: optuna.Study) -> list[FrozenTrial]:
 
 # ------------------------------------------------------------------------ claims in the storage
 
-def claim_attr(storage: optuna.storages.RDBStorage, study: optuna.Study, key: str, value: object,
+def claim_attr(storage: SharedStorage, study: optuna.Study, key: str, value: object,
                system: bool = False) -> object:
     """Set the study's user (or ``system``) attribute ``key`` to ``value`` only if it is absent;
     return the value it has afterwards: ``value`` if this call set it, else the first setter's.
 
-    One INSERT, which the storage's unique (study, key) constraint refuses to all but the first
-    worker, whatever their timing (``Study.set_user_attr`` overwrites instead).
+    The storage's atomic insert-if-absent (:meth:`runners.tuning.storages.SharedStorage.claim`)
+    refuses all but the first worker, whatever their timing (``Study.set_user_attr`` overwrites
+    instead).
     """
-    name = "study_system_attributes" if system else "study_user_attributes"
-    table = sqlalchemy.table(name, sqlalchemy.column("study_id"), sqlalchemy.column("key"),
-                             sqlalchemy.column("value_json"))
     study_id = storage.get_study_id_from_name(study.study_name)
-    try:
-        with storage.engine.begin() as conn:
-            conn.execute(table.insert().values(study_id=study_id, key=key, value_json=json.dumps(value)))
-    except sqlalchemy.exc.IntegrityError:
-        pass   # another worker set it first: read its value
+    storage.claim(study_id, key, value, system)
     attrs = storage.get_study_system_attrs(study_id) if system else storage.get_study_user_attrs(study_id)
     return attrs[key]
 
@@ -226,7 +195,7 @@ def _invocations(attrs: dict) -> list[int]:
     return [int(k.split(":")[1]) for k in attrs if k.startswith("invocation:")]
 
 
-def claim_invocation(storage: optuna.storages.RDBStorage, study: optuna.Study, first: int) -> int:
+def claim_invocation(storage: SharedStorage, study: optuna.Study, first: int) -> int:
     """This invocation's number, ``first`` or the next free one above every claimed number: unique
     among the study's invocations, parallel workers' included."""
     study_id = storage.get_study_id_from_name(study.study_name)
@@ -236,7 +205,7 @@ def claim_invocation(storage: optuna.storages.RDBStorage, study: optuna.Study, f
     return k
 
 
-def claim_refit(storage: optuna.storages.RDBStorage, study: optuna.Study, state: str,
+def claim_refit(storage: SharedStorage, study: optuna.Study, state: str,
                 invocation: int) -> str | None:
     """Claim the refit of the study in ``state`` (its counted trials and best trial); return None if
     this worker refits, else the worker that does.
@@ -295,7 +264,7 @@ def run_trials(study: optuna.Study, objective: Callable[[optuna.Trial], float], 
     Parameters
     ----------
     study : optuna.Study
-        The study, in an RDB storage shared with the other workers.
+        The study, in a storage shared with the other workers.
     objective : callable
         ``objective(trial) -> float``; ``optuna.TrialPruned`` prunes the trial, any other
         ``Exception`` fails it (its message kept as the trial's user attr ``error``).

@@ -29,6 +29,7 @@ from runners.tuning import study as studies
 from runners.tuning.objective import feasible
 from runners.tuning.parent_run import close_interrupted_runs
 from runners.tuning.refit import refit
+from runners.tuning.storages import SharedStorage
 from runners.tuning.study import ERROR, n_done
 from runners.tuning.trial import Objective
 
@@ -104,7 +105,7 @@ def best_trial(study: optuna.Study, tune: DictConfig | Mapping) -> FrozenTrial:
     return max(candidates, key=lambda t: t.value)   # the first of equals, as Optuna's best_trial
 
 
-def tune_study(cfg: DictConfig, storage: optuna.storages.RDBStorage, study: optuna.Study,
+def tune_study(cfg: DictConfig, storage: SharedStorage, study: optuna.Study,
                tags: dict[str, str], parent_id: str, invocation: int, created: bool) -> dict[str, float]:
     """Run this invocation's trials of ``study`` under its parent run ``parent_id`` (the active run),
     then :func:`conclude`; return the study's metrics (and the refit's, if this worker refitted).
@@ -137,7 +138,7 @@ def tune_study(cfg: DictConfig, storage: optuna.storages.RDBStorage, study: optu
     return conclude(cfg, storage, study, ds, tags, invocation, parent)
 
 
-def conclude(cfg: DictConfig, storage: optuna.storages.RDBStorage, study: optuna.Study, ds: Dataset,
+def conclude(cfg: DictConfig, storage: SharedStorage, study: optuna.Study, ds: Dataset,
              tags: dict[str, str], invocation: int, parent: RunLog) -> dict[str, float]:
     """Log the study's best to its ``parent`` run and refit it, unless other workers still run
     trials or refit it; return the study's metrics, with the refit's when this worker refitted.

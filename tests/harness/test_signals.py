@@ -1,6 +1,6 @@
 """No MLflow run is left RUNNING: SIGTERM and SIGKILL against real ``python -m runners.run`` and
-``runners.tune`` processes on a temporary SQLite store, the run life cycle of runners.tracking.runs, and
-the runs of dead processes marked FAILED at start-up.
+``runners.tune`` processes on a temporary SQLite store (the study also in an Optuna journal file), the
+run life cycle of runners.tracking.runs, and the runs of dead processes marked FAILED at start-up.
 
 The processes take several seconds to import MLflow and numba, more on a loaded machine: every wait
 polls the store with a generous bound, and their fits never end by themselves (ENDLESS), so a
@@ -25,6 +25,7 @@ from harness_utils import TINY
 from mlflow.tracking import MlflowClient
 
 from runners.tracking import runs as tracking
+from runners.tuning.storages import open_storage
 
 REPO = Path(__file__).resolve().parents[2]
 #: a fit of ten million trees without early stopping: ended only by the signal (~1 ms per tree)
@@ -131,21 +132,25 @@ def test_sigkill_leaves_the_run_running_until_the_next_start_marks_it_failed(har
     assert {h.client.get_run(r).info.status for r in (other, alive)} == {"RUNNING"}
 
 
-def _trial_states(root: Path):
-    (summary,) = optuna.get_all_study_summaries(f"sqlite:///{root}/optuna.db")
-    study = optuna.load_study(study_name=summary.study_name, storage=f"sqlite:///{root}/optuna.db")
-    return [t.state for t in study.trials]
+def _trial_states(url: str):
+    """The states of the trials of the one study in the storage ``url`` (``tune.storage``)."""
+    storage = open_storage(url)
+    (summary,) = storage.get_all_studies()
+    return [t.state for t in optuna.load_study(study_name=summary.study_name, storage=storage).trials]
 
 
 @pytest.mark.slow
-def test_sigterm_during_a_trial_fails_it_and_ends_every_run(harness, tmp_path):
-    h = harness("runners.tune", "method=agbm", "tune.n_trials=2", *ENDLESS)
+@pytest.mark.parametrize("storage", ["sqlite:///{root}/optuna.db", "journal:///{root}/optuna.log"],
+                         ids=["sqlite", "journal"])
+def test_sigterm_during_a_trial_fails_it_and_ends_every_run(harness, tmp_path, storage):
+    url = storage.format(root=tmp_path)
+    h = harness("runners.tune", "method=agbm", "tune.n_trials=2", f"tune.storage='{url}'", *ENDLESS)
     h.wait_for_run("tags.role = 'trial' and attributes.status = 'RUNNING'")
     code = h.signal(signal.SIGTERM)
     runs = {r.data.tags["role"]: r.info.status for r in h.runs()}
     assert code == EXIT_SIGTERM and set(runs) == {"study", "trial"}, (code, runs, h.output())
     assert {runs["study"], runs["trial"]} <= {"KILLED", "FAILED"}, runs
-    assert _trial_states(tmp_path) == [optuna.trial.TrialState.FAIL]   # Optuna closed it, not RUNNING
+    assert _trial_states(url) == [optuna.trial.TrialState.FAIL]   # Optuna closed it, not RUNNING
 
 
 @pytest.mark.slow
@@ -157,7 +162,7 @@ def test_sigterm_during_the_refit_ends_every_run(harness, tmp_path):
     h.wait_for_run("tags.role = 'refit' and attributes.status = 'RUNNING'")
     code = h.signal(signal.SIGTERM)
     runs = {r.data.tags["role"]: r.info.status for r in h.runs()}
-    states = _trial_states(tmp_path)
+    states = _trial_states(f"sqlite:///{tmp_path}/optuna.db")
     assert code == EXIT_SIGTERM and set(runs) == {"study", "trial", "refit"}, (code, runs, h.output())
     assert runs["trial"] == "FINISHED" and {runs["study"], runs["refit"]} <= {"KILLED", "FAILED"}, runs
     assert states == [optuna.trial.TrialState.COMPLETE], states

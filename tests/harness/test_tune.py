@@ -43,7 +43,7 @@ pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
 
 def load(cfg) -> optuna.Study:
-    return optuna.load_study(study_name=cfg.tune.study_name, storage=cfg.tune.storage)
+    return optuna.load_study(study_name=cfg.tune.study_name, storage=studies.open_storage(cfg.tune.storage))
 
 
 # agbm on the TINY data (15 trees): 12 features, validation AUC 0.62 after the first tree and 0.75 at
@@ -115,8 +115,11 @@ def test_study_runs_n_trials_then_refits_on_test(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, monkeypatch):
-    cfg = make_cfg(tmp_path, "tune.n_trials=2", "tune.refit=false")
+@pytest.mark.parametrize("storage", ["sqlite:///{root}/optuna.db", "journal:///{root}/optuna.log"],
+                         ids=["sqlite", "journal"])
+def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, monkeypatch, storage):
+    cfg = make_cfg(tmp_path, "tune.n_trials=2", "tune.refit=false",
+                   f"tune.storage='{storage.format(root=tmp_path)}'")
     run.run(cfg)   # runners.run hands tune=optuna over to runners.tune
     cfg.tune.n_trials = 4
     tune.run(cfg)
