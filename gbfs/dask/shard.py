@@ -1,0 +1,176 @@
+"""One partition's rows where they live: binned once, with their labels, scores and residuals.
+
+A :class:`Shard` answers what the driver's grower asks of rows
+(:class:`~gbfs.booster.growing.remote.HistogramSource`): its residuals' sums, its share of a node's
+histogram, the split of its rows at a tree node, its leaves' sums, the update of its scores.  It
+uses the library's own kernels (the loss's residuals, ``build_histogram``, ``split_partition``) on
+its rows in their order, so a shard holding every row computes exactly what one process does.
+
+Nodes are named by their range of the driver's virtual partition (``start..end``); each shard
+keeps its own rows of every live node as a range of its own partition array.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..booster.growing.grower import NUMERIC
+from ..booster.growing.partition import split_partition
+from ..booster.kernels._types import C_CH, G_CH, H_CH, ROW_DTYPE
+from ..booster.kernels.histogram import HistogramLayout, build_histogram, gather
+from ..booster.kernels.portable import dot, total
+from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
+from ..booster.tree_step import leaf_sums
+
+#: the statistics :meth:`Shard.residuals` returns, in this order
+RESIDUAL_STATS = ("n", "sum_r", "sum_rr", "sum_h", "sum_g2_over_h", "max_abs_r")
+
+
+def feature_bins(offsets: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """The rows of a flat histogram that hold ``features``' bins, feature by feature."""
+    starts = offsets[features]
+    lengths = offsets[features + 1] - starts
+    first = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return first + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
+def channels(unit_h: bool) -> list[int]:
+    """The histogram channels a shard sends: with unit weights the second channel is the count."""
+    return [G_CH, C_CH] if unit_h else [G_CH, H_CH, C_CH]
+
+
+class Shard:
+    """The rows of one partition.
+
+    Parameters
+    ----------
+    X_binned : ndarray of uint8, Fortran-ordered, shape (n, n_features)
+        The partition binned with the global bins.
+    y : ndarray of float64
+        Encoded labels (the estimator's encoding: 0/1 for a classifier).
+    n_bins_non_missing : ndarray of int
+        The global bin mapper's ``n_bins_non_missing_`` (the histogram layout).
+    loss : loss class
+    hessian_weighted, leaf_newton : bool
+        The criterion's second channel is the hessian; leaves are Newton steps.
+    """
+
+    def __init__(self, X_binned: np.ndarray, y: np.ndarray, n_bins_non_missing: np.ndarray, loss,
+                 hessian_weighted: bool, leaf_newton: bool):
+        self.X = np.asfortranarray(X_binned)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.loss = loss
+        self.layout = HistogramLayout(n_bins_non_missing)
+        self.hessian_weighted, self.leaf_newton = hessian_weighted, leaf_newton
+        n = self.y.shape[0]
+        self.cols = np.arange(self.X.shape[1], dtype=np.int64)
+        self.raw = np.zeros(n)
+        self.r, self.h = np.empty(n), np.empty(n)
+        self._partition = np.arange(n, dtype=ROW_DTYPE)
+        self._buffer = np.empty(n, dtype=ROW_DTYPE)
+        self._r_ord, self._h_ord = np.empty(n), np.empty(n)
+        self._ranges: dict = {}
+        self._hist = self.layout.new()
+
+    @property
+    def n(self) -> int:
+        return int(self.y.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes this shard holds (binned rows, per-row channels, one histogram)."""
+        arrays = (self.X, self.y, self.raw, self.r, self.h, self._partition, self._buffer, self._r_ord,
+                  self._h_ord, self._hist)
+        return int(sum(a.nbytes for a in arrays))
+
+    # -- the fit's state ------------------------------------------------------------------------
+    def label_sum(self) -> float:
+        return total(self.y)
+
+    def restrict(self, columns: np.ndarray, n_bins_non_missing: np.ndarray) -> None:
+        """Keep only ``columns`` (a refit on a selection); the histogram layout follows."""
+        self.X = np.asfortranarray(self.X[:, columns])
+        self.cols = np.arange(self.X.shape[1], dtype=np.int64)
+        self.layout = HistogramLayout(n_bins_non_missing)
+        self._hist = self.layout.new()
+
+    def start(self, init_score: float, hessian_weighted: bool, leaf_newton: bool) -> None:
+        """Begin a fit: every score at ``init_score``, the fit's criterion and leaf estimate."""
+        self.raw[:] = init_score
+        self.hessian_weighted, self.leaf_newton = hessian_weighted, leaf_newton
+
+    def residuals(self, n_total: int) -> np.ndarray:
+        """Begin a tree: residuals of the current scores, all rows in the root ``0..n_total``;
+        returns :data:`RESIDUAL_STATS`."""
+        r, h = self.r, self.h
+        self.loss.residuals(self.y, self.raw, r, h)
+        self._partition[:] = np.arange(self.n, dtype=ROW_DTYPE)
+        self._ranges = {(0, n_total): (0, self.n)}
+        g2h = sum_g2_over_h(r, h, HESSIAN_FLOOR) if self.hessian_weighted else 0.0
+        max_abs = float(np.max(np.abs(r))) if self.n else 0.0
+        return np.array([self.n, total(r), dot(r, r), total(h) if self.hessian_weighted else float(self.n),
+                         g2h, max_abs])
+
+    # -- what the grower asks ---------------------------------------------------------------------
+    def split(self, splits: list) -> list[int]:
+        """Apply splits ``(start, end, n_left, feature, bin, missing_left)`` in order; returns
+        this shard's left-child row counts."""
+        out = []
+        for start, end, n_left, f, b, ml in splits:
+            lo, hi = self._ranges.pop((start, end))
+            k = split_partition(self._partition, lo, hi, self.X[:, f], b, ml, NUMERIC, self._buffer)
+            self._ranges[(start, start + n_left)] = (lo, lo + k)
+            self._ranges[(start + n_left, end)] = (lo + k, hi)
+            out.append(int(k))
+        return out
+
+    def histogram(self, splits: list, start: int, end: int, features: np.ndarray, unit_h: bool):
+        """Apply the pending ``splits``, then this shard's histogram of node ``start..end`` over
+        ``features``: the bins of :func:`feature_bins`, the channels of :func:`channels`."""
+        counts = self.split(splits)
+        lo, hi = self._ranges[(start, end)]
+        h_empty = np.empty(0)
+        if len(self._ranges) == 1 and hi - lo == self.n:  # the root, before any split: no row index
+            rows, r_ord, h_ord = np.empty(0, dtype=ROW_DTYPE), self.r, (h_empty if unit_h else self.h)
+        else:
+            rows = self._partition[lo:hi]
+            r_ord = self._r_ord[:hi - lo]
+            gather(self.r, rows, r_ord)
+            h_ord = h_empty
+            if not unit_h:
+                h_ord = self._h_ord[:hi - lo]
+                gather(self.h, rows, h_ord)
+        hist = self._hist
+        build_histogram(self.X, self.cols, rows, r_ord, h_ord, features, self.layout.offsets,
+                        self.layout.n_bins, hist)
+        picked = hist[feature_bins(self.layout.offsets, features)][:, channels(unit_h)]
+        return counts, np.ascontiguousarray(picked)
+
+    def counts(self, features: np.ndarray) -> np.ndarray:
+        """Row counts of ``features``' bins over all rows (channel 0 zero, channel 1 the count)."""
+        hist = self._hist
+        zeros = np.zeros(self.n)
+        build_histogram(self.X, self.cols, np.empty(0, dtype=ROW_DTYPE), zeros, np.empty(0), features,
+                        self.layout.offsets, self.layout.n_bins, hist)
+        return np.ascontiguousarray(hist[feature_bins(self.layout.offsets, features)])
+
+    def leaf_sums(self, splits: list, leaves: list) -> tuple[list[int], np.ndarray]:
+        """Apply the pending ``splits``, then each leaf's ``sum r`` and leaf denominator (``sum h``
+        for Newton leaves, the row count otherwise), shape (2, n_leaves)."""
+        counts = self.split(splits)
+        bounds = np.array([self._ranges[key] for key in leaves], dtype=np.int64).reshape(-1, 2)
+        # the one-process kernel over this shard's rows, in their order
+        num, den = leaf_sums(self._partition, bounds[:, 0], bounds[:, 1], self.r, self.h)
+        if not self.leaf_newton:  # the sum of unit weights: the row count, exactly
+            den = (bounds[:, 1] - bounds[:, 0]).astype(np.float64)
+        return counts, np.stack([num, den])
+
+    def add_leaf_values(self, leaves: list, values: np.ndarray) -> None:
+        """Add each leaf's value to the scores of its rows."""
+        for key, v in zip(leaves, values):
+            lo, hi = self._ranges[key]
+            self.raw[self._partition[lo:hi]] += v
+
+    def loss_sum(self) -> float:
+        """``n * mean loss`` of this shard's rows (the train loss's share)."""
+        return float(self.loss.loss(self.y, self.raw)) * self.n if self.n else 0.0
