@@ -114,7 +114,7 @@ class TreeStep:
         check_score_bound(self.score_bound, it, params)
         tree = grown.builder.build(node_values(grown, values))
         if sampled is None:
-            _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, self.raw)
+            add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, self.raw)
         else:                    # rows outside the sample are scored by the tree too
             PackedEnsemble([tree]).predict_binned(X_binned, self.raw)
         stats = {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": tree.n_leaves}
@@ -141,7 +141,8 @@ def _leaf_sums(partition, starts, ends, num, den, out_num, out_den):
 
 
 @njit(cache=True)
-def _add_leaf_values(partition, starts, ends, values, raw):
+def add_leaf_values(partition, starts, ends, values, raw):
+    """``raw[row] += values[k]`` for the rows ``partition[starts[k]:ends[k]]`` of every leaf ``k``."""
     for k in range(starts.shape[0]):
         for i in range(starts[k], ends[k]):
             raw[partition[i]] += values[k]

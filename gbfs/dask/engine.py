@@ -130,16 +130,17 @@ class DistributedStep:
         self.score_bound = abs(init_score)
         self._update = None  # the last tree's leaves and values, sent with the next request
 
-    def flush(self) -> None:
-        """Add the last tree's leaf values to the shards' scores."""
-        if self._update is not None:
-            self.group.call("add_leaf_values", *self._update)
-            self._update = None
+    def _take_update(self):
+        update, self._update = self._update, None
+        return update
+
+    def train_loss(self) -> float:
+        """Add the last tree's leaf values to the shards' scores; the mean loss over all rows."""
+        return fold(self.group.call("update", self._take_update(), True)) / self.group.n_rows
 
     def grow(self, it: int, usage) -> tuple:
         params, n = self.params, self.group.n_rows
-        self.flush()
-        parts = self.group.call("residuals", n)
+        parts = self.group.call("residuals", n, self._take_update())  # the last tree's scores first
         stats = dict(zip(RESIDUAL_STATS, fold(parts).tolist()))
         check_residual_scale(n * max(float(p[-1]) for p in parts), it, params)  # the max, not a sum
         w_sum = float(n)
@@ -170,8 +171,7 @@ class TrainLoss:
     def record(self, rec: dict) -> None:
         if not records(self.metrics, "loss"):
             return
-        self.step.flush()
-        rec["train_loss"] = fold(self.step.group.call("loss_sum")) / self.step.group.n_rows
+        rec["train_loss"] = self.step.train_loss()
 
 
 class DistributedPlan:

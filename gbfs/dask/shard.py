@@ -20,7 +20,7 @@ from ..booster.kernels._types import C_CH, G_CH, H_CH, ROW_DTYPE
 from ..booster.kernels.histogram import HistogramLayout, build_histogram, gather
 from ..booster.kernels.portable import dot, total
 from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
-from ..booster.tree_step import leaf_sums
+from ..booster.tree_step import add_leaf_values, leaf_sums
 
 #: the statistics :meth:`Shard.residuals` returns, in this order
 RESIDUAL_STATS = ("n", "sum_r", "sum_rr", "sum_h", "sum_g2_over_h", "max_abs_r")
@@ -99,9 +99,10 @@ class Shard:
         self.raw[:] = init_score
         self.hessian_weighted, self.leaf_newton = hessian_weighted, leaf_newton
 
-    def residuals(self, n_total: int) -> np.ndarray:
-        """Begin a tree: residuals of the current scores, all rows in the root ``0..n_total``;
-        returns :data:`RESIDUAL_STATS`."""
+    def residuals(self, n_total: int, update=None) -> np.ndarray:
+        """Begin a tree: the last tree's ``update`` (:meth:`update`), the residuals of the current
+        scores, all rows in the root ``0..n_total``; returns :data:`RESIDUAL_STATS`."""
+        self.update(update)
         r, h = self.r, self.h
         self.loss.residuals(self.y, self.raw, r, h)
         self._partition[:] = np.arange(self.n, dtype=ROW_DTYPE)
@@ -165,12 +166,14 @@ class Shard:
             den = (bounds[:, 1] - bounds[:, 0]).astype(np.float64)
         return counts, np.stack([num, den])
 
-    def add_leaf_values(self, leaves: list, values: np.ndarray) -> None:
-        """Add each leaf's value to the scores of its rows."""
-        for key, v in zip(leaves, values):
-            lo, hi = self._ranges[key]
-            self.raw[self._partition[lo:hi]] += v
-
-    def loss_sum(self) -> float:
-        """``n * mean loss`` of this shard's rows (the train loss's share)."""
-        return float(self.loss.loss(self.y, self.raw)) * self.n if self.n else 0.0
+    def update(self, update=None, loss: bool = False) -> float:
+        """Add each leaf's value to the scores of its rows (``update``: the leaves and their values,
+        or None); returns ``n * mean loss`` of the rows when ``loss`` (the train loss's share), else 0."""
+        if update is not None:
+            leaves, values = update
+            # the one-process kernel over this shard's rows: the same additions, row by row
+            bounds = np.array([self._ranges[key] for key in leaves], dtype=np.int64).reshape(-1, 2)
+            add_leaf_values(self._partition, bounds[:, 0], bounds[:, 1], np.asarray(values), self.raw)
+        if not loss or not self.n:
+            return 0.0
+        return float(self.loss.loss(self.y, self.raw)) * self.n

@@ -77,3 +77,28 @@ def test_to_local_saves_loads_and_predicts_without_dask(client2, tmp_path):
     proba = dist.predict_proba(da.from_array(X, chunks=(300, 8))).compute()
     np.testing.assert_array_equal(proba, local.predict_proba(X))
     np.testing.assert_array_equal(dist.predict(da.from_array(X, chunks=(300, 8))).compute(), local.predict(X))
+
+
+def test_the_same_partitions_give_the_same_model_on_two_and_four_workers(client2, client4):
+    X, y = _data(seed=5)
+    kw = {"method": "agbm", "mu": 0.01, "n_estimators": 10, "random_state": 0}
+    Xd, yd = da.from_array(X, chunks=(200, 8)), da.from_array(y, chunks=200)
+    a, b = (DaskGBFSClassifier(client=c, **kw).fit(Xd, yd) for c in (client2, client4))
+    for s, t in zip(a.trees_, b.trees_):
+        for name in ("feature", "threshold", "value", "gain", "count"):
+            np.testing.assert_array_equal(getattr(s, name), getattr(t, name))
+
+
+def test_dataframes_keep_their_column_names(client2):
+    dd = pytest.importorskip("dask.dataframe", reason="the dask extra is not installed")
+    import pandas as pd
+
+    X, y = _data(seed=6, classify=False)
+    frame = pd.DataFrame(X, columns=[f"c{j}" for j in range(X.shape[1])])
+    kw = {"n_estimators": 6, "max_leaves": 6, "random_state": 0}
+    dist = DaskGBFSRegressor(client=client2, **kw).fit(dd.from_pandas(frame, npartitions=3),
+                                                       dd.from_pandas(pd.Series(y), npartitions=3))
+    local = GBFSRegressor(**kw).fit(frame, y)
+    assert list(dist.feature_names_in_) == list(frame.columns)
+    np.testing.assert_allclose(dist.predict(dd.from_pandas(frame, npartitions=3)).compute(),
+                               local.predict(frame), rtol=0, atol=1e-10)

@@ -69,7 +69,12 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+#: the default suite's cases; the others run with the slow tests
+FAST = ("agbm", "budget")
+
+
+@pytest.mark.parametrize("case", [c if c in FAST else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in sorted(CASES)])
 @pytest.mark.parametrize("bounds", [[(0, 600)], [(0, 150), (150, 420), (420, 600)]], ids=["1", "3"])
 def test_shards_grow_the_local_trees(case, bounds):
     kw = {"n_estimators": 12, "max_leaves": 8, "min_samples_leaf": 10, "random_state": 0, **CASES[case]}
@@ -83,6 +88,7 @@ def test_shards_grow_the_local_trees(case, bounds):
     assert local.init_score_ == got.result.init_score
 
 
+@pytest.mark.slow
 def test_regression_on_shards():
     kw = {"method": "agbm", "mu": 0.01, "n_estimators": 10, "max_leaves": 6, "random_state": 1}
     X, y = _data(classify=False, seed=3)
