@@ -131,12 +131,15 @@ class DaskGBFSMixin:
         futures, hosts = cluster.start_hosts(client, xs, ys, mapper, config)
         del xs, ys
         t1 = time.perf_counter()
-        group = cluster.ActorGroup(hosts, lengths)
         try:
-            shard_bytes = group.host_bytes()
-            fitted = engine.fit(self, group, mapper, params, costs, bags, callbacks)
+            group = cluster.SocketGroup(hosts, lengths)
+            try:
+                shard_bytes = group.host_bytes()
+                fitted = engine.fit(self, group, mapper, params, costs, bags, callbacks)
+            finally:
+                group.close()
         finally:  # the shards go with their actors: nothing of the fit stays on the workers
-            del hosts, group
+            del hosts
             client.cancel(futures)
         t2 = time.perf_counter()
         self._install(fitted, mapper, bags)
