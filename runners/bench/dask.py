@@ -16,7 +16,7 @@ thread per worker) and prints, per configuration:
 
 Targets (MET / NOT MET): per-tree time at most :data:`TARGETS` ``time_ratio`` x lightgbm.dask's at
 10^6 rows (whole fits compared), memory per worker at most ``memory_ratio`` x its share of the
-binned data plus histograms.  Results go to ``results/bench/dask.json`` with the command and
+binned data plus histograms.  Results go to ``results/dask/bench.json`` with the command and
 commit.  Larger runs are the same command, e.g. ``--rows 10000000 --workers 4 --features 100``.
 """
 
@@ -166,5 +166,5 @@ def add_parser(sub) -> None:
     p.add_argument("--workers", type=int, nargs="+", default=[2])
     p.add_argument("--features", type=int, nargs="+", default=[50])
     p.add_argument("--trees", type=int, default=20)
-    p.add_argument("--out", type=Path, default=Path("results/bench/dask.json"))
+    p.add_argument("--out", type=Path, default=Path("results/dask/bench.json"))
     p.set_defaults(handler=run)
