@@ -4,8 +4,8 @@ The driver holds no rows.  Its shards (:class:`~gbfs.dask.shard.Shard`, one per 
 the workers behind a :class:`ShardGroup`, which runs one shard method on all of them and returns
 their answers in partition order.  Everything that decides the model is the single-process
 library's: the boosting loop (:func:`gbfs.booster.rounds.run_rounds`), the gain normaliser, the
-grower's best-first loop, split scan, penalty and budget (:class:`~gbfs.booster.growing.remote.
-RemoteGrower`), the leaf values and the refit.  What changes is only where sums come from: each
+grower's best-first loop, split scan, penalty and budget
+(:class:`~gbfs.booster.growing.remote.RemoteGrower`), the leaf values and the refit.  What changes is only where sums come from: each
 shard sums its own rows as one process would, and the driver adds the shards' sums in partition
 order (:func:`fold`), a fixed order, so a fit is reproducible whatever worker holds which partition.
 """
@@ -20,6 +20,7 @@ import numpy as np
 from ..booster.growing.feature_search import FeatureSearch
 from ..booster.growing.remote import RemoteGrower
 from ..booster.kernels._types import C_CH, H_CH
+from ..booster.kernels.histogram import HistogramLayout
 from ..booster.normaliser import tree_normaliser
 from ..booster.rounds import BoostingParams, BoostingResult, Slot, records, run_rounds
 from ..booster.tree_step import check_residual_scale, check_score_bound, leaf_values, node_values
@@ -123,9 +124,8 @@ class DistributedStep:
                  search: FeatureSearch | None = None):
         self.group, self.params, self.init_score = group, params, init_score
         self.unit_h = not params.criterion.hessian_weighted
-        self.grower = RemoteGrower(None, group.n_rows, bin_mapper, params.growth, search)
-        self.source = ShardSource(group, self.grower.layout, self.unit_h)
-        self.grower.source = self.source
+        self.source = ShardSource(group, HistogramLayout(bin_mapper.n_bins_non_missing_), self.unit_h)
+        self.grower = RemoteGrower(self.source, group.n_rows, bin_mapper, params.growth, search)
         group.call("start", init_score, params.criterion.hessian_weighted, params.leaf_estimate.newton)
         self.score_bound = abs(init_score)
         self._update = None  # the last tree's leaves and values, sent with the next request
