@@ -109,8 +109,8 @@ class ShardHost:
         self.n_threads = config["n_threads"] or get_worker().state.nthreads
         with self._threads():
             self.shards = [Shard(bin_mapper.transform(np.asarray(X)), y, bin_mapper.n_bins_non_missing_,
-                                 config["loss"], config["hessian_weighted"], config["leaf_newton"])
-                           for X, y in zip(xs, ys)]
+                                 config["loss"], config["hessian_weighted"], config["leaf_newton"], k)
+                           for k, X, y in zip(self.indices, xs, ys)]
 
     def _threads(self):
         from ..estimators._params import numba_threads

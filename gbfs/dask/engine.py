@@ -5,9 +5,10 @@ the workers behind a :class:`ShardGroup`, which runs one shard method on all of 
 their answers in partition order.  Everything that decides the model is the single-process
 library's: the boosting loop (:func:`gbfs.booster.rounds.run_rounds`), the gain normaliser, the
 grower's best-first loop, split scan, penalty and budget
-(:class:`~gbfs.booster.growing.remote.RemoteGrower`), the leaf values and the refit.  What changes is only where sums come from: each
-shard sums its own rows as one process would, and the driver adds the shards' sums in partition
-order (:func:`fold`), a fixed order, so a fit is reproducible whatever worker holds which partition.
+(:class:`~gbfs.booster.growing.remote.RemoteGrower`), the leaf values and the refit.  What changes
+is only where sums come from: each shard sums its own rows as one process would, and the driver
+adds the shards' sums in partition order (:func:`fold`), a fixed order, so a fit is reproducible
+whatever worker holds which partition.
 """
 
 from __future__ import annotations
@@ -117,13 +118,16 @@ class ShardSource:
 
 
 class DistributedStep:
-    """:class:`gbfs.booster.tree_step.TreeStep` of a fit whose rows are on the shards (all rows,
-    unit weights: no row sampler)."""
+    """:class:`gbfs.booster.tree_step.TreeStep` of a fit whose rows are on the shards.
+
+    With a row sampler each shard draws its own rows of every tree (``seed``: the draws' seed, with
+    the partition's index and the iteration), so the sample depends on the partitioning."""
 
     def __init__(self, group: ShardGroup, bin_mapper, params: BoostingParams, init_score: float,
-                 search: FeatureSearch | None = None):
-        self.group, self.params, self.init_score = group, params, init_score
-        self.unit_h = not params.criterion.hessian_weighted
+                 search: FeatureSearch | None = None, seed: tuple = (0,)):
+        self.group, self.params, self.init_score, self.seed = group, params, init_score, tuple(seed)
+        # weighted rows' second channel is their weight, not their count
+        self.unit_h = not params.criterion.hessian_weighted and params.sampler is None
         self.source = ShardSource(group, HistogramLayout(bin_mapper.n_bins_non_missing_), self.unit_h)
         self.grower = RemoteGrower(self.source, group.n_rows, bin_mapper, params.growth, search)
         group.call("start", init_score, params.criterion.hessian_weighted, params.leaf_estimate.newton)
@@ -139,14 +143,15 @@ class DistributedStep:
         return fold(self.group.call("update", self._take_update(), True)) / self.group.n_rows
 
     def grow(self, it: int, usage) -> tuple:
-        params, n = self.params, self.group.n_rows
-        parts = self.group.call("residuals", n, self._take_update())  # the last tree's scores first
+        params, sampled = self.params, self.params.sampler is not None
+        sample = (params.sampler, it, self.seed) if sampled else None
+        parts = self.group.call("residuals", self._take_update(), sample)  # the last tree's scores first
         stats = dict(zip(RESIDUAL_STATS, fold(parts).tolist()))
-        check_residual_scale(n * max(float(p[-1]) for p in parts), it, params)  # the max, not a sum
-        w_sum = float(n)
-        sum_r = stats["sum_r"]
-        sse = stats["sum_rr"] - sum_r ** 2 / w_sum  # gbfs.booster.normaliser.root_sse
-        norm = tree_normaliser(params, sse, sum_r, w_sum, lambda: (stats["sum_g2_over_h"], stats["sum_h"]))
+        # over every row, as one process checks it (the max, not a sum)
+        check_residual_scale(self.group.n_rows * max(float(p[-1]) for p in parts), it, params)
+        n, w_sum, sum_r = int(stats["n"]), stats["w_sum"], stats["sum_r"]
+        sse = stats["sum_rr"] - sum_r ** 2 / w_sum if w_sum > 0 else 0.0  # normaliser.root_sse
+        norm = tree_normaliser(params, sse, sum_r, w_sum, lambda: (stats["sum_g2_over_h"], stats["sum_wh"]))
         divisor = 1.0 if params.method is None else params.method.divisor(norm)
         grown = self.grower.grow_from_root(n, sum_r, stats["sum_h"], usage, divisor, self.unit_h, norm)
         leaves = [(int(a), int(b)) for a, b in zip(grown.leaf_starts, grown.leaf_ends)]
@@ -155,8 +160,12 @@ class DistributedStep:
         self.score_bound += float(np.max(np.abs(values)))
         check_score_bound(self.score_bound, it, params)
         tree = grown.builder.build(node_values(grown, values))
-        self._update = (leaves, values)
-        return tree, {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": tree.n_leaves}
+        # a sampled tree scores every row of the shards, as one process predicts it on all rows
+        self._update = tree if sampled else (leaves, values)
+        out = {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": tree.n_leaves}
+        if sampled:
+            out["n_rows_sampled"] = n
+        return tree, out
 
     def release(self) -> None:
         self.grower.release_buffers()
@@ -207,10 +216,10 @@ def init_score(group: ShardGroup, loss) -> float:
 
 
 def boost(group: ShardGroup, bin_mapper, params: BoostingParams, usage, callbacks=(), model=None,
-          search: FeatureSearch | None = None) -> tuple[BoostingResult, dict]:
-    """:func:`gbfs.booster.boosting.boost` on shards: ``params.n_estimators`` trees against ``usage``;
-    also returns the communication: histogram bytes and requests."""
-    step = DistributedStep(group, bin_mapper, params, init_score(group, params.loss), search)
+          search: FeatureSearch | None = None, seed: tuple = (0,)) -> tuple[BoostingResult, dict]:
+    """:func:`gbfs.booster.boosting.boost` on shards: ``params.n_estimators`` trees against ``usage``
+    (``seed``: the row samples'); also returns the communication: histogram bytes and requests."""
+    step = DistributedStep(group, bin_mapper, params, init_score(group, params.loss), search, seed)
     (trees,), history, best_iteration = run_rounds(DistributedPlan(step, usage, params.train_metrics),
                                                    params, callbacks, model)
     comm = {"histogram_bytes": step.source.bytes, "histogram_requests": step.source.requests}
@@ -218,14 +227,14 @@ def boost(group: ShardGroup, bin_mapper, params: BoostingParams, usage, callback
 
 
 def refit(group: ShardGroup, bin_mapper, columns: np.ndarray, params: BoostingParams, callbacks=(),
-          model=None) -> tuple[BoostingResult, dict]:
+          model=None, seed: tuple = (0,)) -> tuple[BoostingResult, dict]:
     """:func:`gbfs.criteria.refit.refit` on shards: the shards keep ``columns`` only, an unpenalised
     booster grows on them, and its trees are mapped back to the original features."""
     columns = np.asarray(columns, dtype=np.int64)
     sub = bin_mapper.subset(columns)
     group.call("restrict", columns, sub.n_bins_non_missing_)
     result, comm = boost(group, sub, refit_params(params), FeatureUsage(columns.shape[0], 0.0), callbacks,
-                         model)
+                         model, seed=seed)
     for t in result.trees:
         inner = t.feature >= 0
         t.feature[inner] = columns[t.feature[inner]].astype(t.feature.dtype)
@@ -242,16 +251,18 @@ class ShardFit:
     comm: dict
 
 
-def fit(est, group: ShardGroup, bin_mapper, params: BoostingParams, costs, bags, callbacks=()) -> ShardFit:
+def fit(est, group: ShardGroup, bin_mapper, params: BoostingParams, costs, bags, callbacks=(),
+        seed: int = 0) -> ShardFit:
     """The selection fit, then the relaxed refit or GBDT-topK's refit, as
-    :func:`gbfs.estimators.fitting.fit_prepared` runs them in one process."""
+    :func:`gbfs.estimators.fitting.fit_prepared` runs them in one process (``seed``: the fit's, which
+    seeds the row samples)."""
     d = int(bin_mapper.n_edges_.shape[0])
     plain = params.method.ranks  # GBDT-topK ranks an unpenalised fit on every feature
     usage = FeatureUsage(d, 0.0 if plain else float(est.mu), costs, bags, None if plain else est.max_features,
                          None if plain else est.max_cost)
     select_params = params if not plain else dataclasses.replace(
         params, method=METHODS["gbfs"], stop_when_full=False, selection_patience=None)
-    result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est)
+    result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est, seed=(seed, 3))
     selection = None
     if plain:
         selection = top_k(result.trees, d, est.max_features, est.importance_type, costs, est.max_cost)
@@ -259,7 +270,7 @@ def fit(est, group: ShardGroup, bin_mapper, params: BoostingParams, costs, bags,
         selection = np.asarray(usage.order, dtype=np.int64)
     if selection is not None and selection.size:
         selection_history = result.history
-        result, more = refit(group, bin_mapper, selection, params, callbacks, est)
+        result, more = refit(group, bin_mapper, selection, params, callbacks, est, seed=(seed, 4))
         comm = {k: comm[k] + more[k] for k in comm}
         return ShardFit(result, selection, selection_history, comm)
     return ShardFit(result, selection, result.history if selection is not None else None, comm)

@@ -51,8 +51,9 @@ def _refuse(est, params) -> None:
     """What a fit on Dask does not do yet, refused before any work (each names its parameter)."""
     if params.method.group_tests:
         raise ValueError("method='gtgbm' is not supported on Dask: use 'agbm', 'gbfs' or 'topk'")
-    if params.sampler is not None:
-        raise ValueError(f"sampler={est.sampler!r} is not supported on Dask: every tree uses all rows")
+    if params.sampler is not None and params.sampler.kind != "sgb":
+        raise ValueError(f"sampler={est.sampler!r} is not supported on Dask (its threshold over all rows is "
+                         "not computed across partitions): use sampler='sgb' or None")
     if params.train_metrics == "all":
         raise ValueError("train_metrics='all' is not supported on Dask (AUC needs every row in one "
                          "place): use 'loss' or 'none'")
@@ -135,7 +136,7 @@ class DaskGBFSMixin:
             group = cluster.SocketGroup(hosts, lengths)
             try:
                 shard_bytes = group.host_bytes()
-                fitted = engine.fit(self, group, mapper, params, costs, bags, callbacks)
+                fitted = engine.fit(self, group, mapper, params, costs, bags, callbacks, seed)
             finally:
                 group.close()
         finally:  # the shards go with their actors: nothing of the fit stays on the workers

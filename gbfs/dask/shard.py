@@ -20,10 +20,13 @@ from ..booster.kernels._types import C_CH, G_CH, H_CH, ROW_DTYPE
 from ..booster.kernels.histogram import HistogramLayout, build_histogram, gather
 from ..booster.kernels.portable import dot, total
 from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
+from ..booster.tree import PackedEnsemble, Tree
 from ..booster.tree_step import add_leaf_values, leaf_sums
 
-#: the statistics :meth:`Shard.residuals` returns, in this order
-RESIDUAL_STATS = ("n", "sum_r", "sum_rr", "sum_h", "sum_g2_over_h", "max_abs_r")
+#: the statistics :meth:`Shard.residuals` returns, in this order: the tree's rows, ``sum w r``,
+#: ``sum w r^2``, ``sum w``, the second channel's sum (``w`` or ``w h``), the Newton normaliser's
+#: ``sum w r^2 / h`` and ``sum w h``, and the largest ``|r|`` of all rows
+RESIDUAL_STATS = ("n", "sum_r", "sum_rr", "w_sum", "sum_h", "sum_g2_over_h", "sum_wh", "max_abs_r")
 
 
 def feature_bins(offsets: np.ndarray, features: np.ndarray) -> np.ndarray:
@@ -56,7 +59,7 @@ class Shard:
     """
 
     def __init__(self, X_binned: np.ndarray, y: np.ndarray, n_bins_non_missing: np.ndarray, loss,
-                 hessian_weighted: bool, leaf_newton: bool):
+                 hessian_weighted: bool, leaf_newton: bool, index: int = 0):
         self.X = np.asfortranarray(X_binned)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.loss = loss
@@ -70,7 +73,11 @@ class Shard:
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
         self._r_ord, self._h_ord = np.empty(n), np.empty(n)
         self._ranges: dict = {}
+        self._root = (0, n)
         self._hist = self.layout.new()
+        self.index = index  # the partition's index: its row samples' seed
+        self._sampled = False
+        self._rw, self._hw, self._den = self.r, self.h, self.h
 
     @property
     def n(self) -> int:
@@ -99,18 +106,50 @@ class Shard:
         self.raw[:] = init_score
         self.hessian_weighted, self.leaf_newton = hessian_weighted, leaf_newton
 
-    def residuals(self, n_total: int, update=None) -> np.ndarray:
+    def residuals(self, update=None, sample=None) -> np.ndarray:
         """Begin a tree: the last tree's ``update`` (:meth:`update`), the residuals of the current
-        scores, all rows in the root ``0..n_total``; returns :data:`RESIDUAL_STATS`."""
+        scores and the tree's rows -- every row with weight 1, or with ``sample`` = ``(sampler,
+        iteration, seed)`` the rows and weights the sampler draws from this shard's residuals with
+        the generator seeded ``[*seed, index, iteration]``; returns :data:`RESIDUAL_STATS`."""
         self.update(update)
         r, h = self.r, self.h
         self.loss.residuals(self.y, self.raw, r, h)
-        self._partition[:] = np.arange(self.n, dtype=ROW_DTYPE)
-        self._ranges = {(0, n_total): (0, self.n)}
-        g2h = sum_g2_over_h(r, h, HESSIAN_FLOOR) if self.hessian_weighted else 0.0
         max_abs = float(np.max(np.abs(r))) if self.n else 0.0
-        return np.array([self.n, total(r), dot(r, r), total(h) if self.hessian_weighted else float(self.n),
-                         g2h, max_abs])
+        self._ranges = {}  # the root is named by the first request (:meth:`_range`)
+        self._sampled = sample is not None
+        if not self._sampled or not self.n:
+            self._partition[:] = np.arange(self.n, dtype=ROW_DTYPE)
+            self._root = (0, self.n)
+            self._rw, self._hw, self._den = r, h, h
+            g2h = sum_g2_over_h(r, h, HESSIAN_FLOOR) if self.hessian_weighted else 0.0
+            sum_h = total(h)
+            return np.array([self.n, total(r), dot(r, r), float(self.n),
+                             sum_h if self.hessian_weighted else float(self.n), g2h, sum_h, max_abs])
+        sampler, it, seed = sample
+        rows, w = sampler.sample(r, h if self.hessian_weighted else None, it,
+                                 np.random.default_rng([*seed, self.index, it]))
+        return np.array([*self._weigh(rows, w), max_abs])
+
+    def _weigh(self, rows: np.ndarray, w: np.ndarray) -> list:
+        """The sampled tree's rows and weighted channels (as the one-process step's buffers)."""
+        if self._rw is self.r:
+            self._rw, self._hw, self._den = np.zeros(self.n), np.zeros(self.n), np.zeros(self.n)
+        r_s, h_s = self.r[rows], self.h[rows]
+        wr, wh = w * r_s, w * h_s
+        hw = wh if self.hessian_weighted else w
+        self._rw[rows], self._hw[rows] = wr, hw
+        self._den[rows] = wh if self.leaf_newton else w
+        k = rows.shape[0]
+        self._partition[:k] = rows
+        self._root = (0, k)
+        g2h = sum_g2_over_h(r_s * np.sqrt(w), h_s, HESSIAN_FLOOR) if self.hessian_weighted else 0.0
+        return [k, total(wr), dot(wr, r_s), total(w), total(hw), g2h, dot(w, h_s)]
+
+    def _range(self, key) -> tuple[int, int]:
+        """This shard's range of node ``key`` of the partition (the first node asked is the root)."""
+        if not self._ranges:
+            self._ranges[key] = self._root
+        return self._ranges[key]
 
     # -- what the grower asks ---------------------------------------------------------------------
     def split(self, splits: list) -> list[int]:
@@ -118,7 +157,8 @@ class Shard:
         this shard's left-child row counts."""
         out = []
         for start, end, n_left, f, b, ml in splits:
-            lo, hi = self._ranges.pop((start, end))
+            lo, hi = self._range((start, end))
+            del self._ranges[(start, end)]
             k = split_partition(self._partition, lo, hi, self.X[:, f], b, ml, NUMERIC, self._buffer)
             self._ranges[(start, start + n_left)] = (lo, lo + k)
             self._ranges[(start + n_left, end)] = (lo + k, hi)
@@ -129,18 +169,19 @@ class Shard:
         """Apply the pending ``splits``, then this shard's histogram of node ``start..end`` over
         ``features``: the bins of :func:`feature_bins`, the channels of :func:`channels`."""
         counts = self.split(splits)
-        lo, hi = self._ranges[(start, end)]
+        lo, hi = self._range((start, end))
         h_empty = np.empty(0)
-        if len(self._ranges) == 1 and hi - lo == self.n:  # the root, before any split: no row index
+        if not self._sampled and len(self._ranges) == 1 and hi - lo == self.n:
+            # the root of a tree on every row: the columns in order, no row index
             rows, r_ord, h_ord = np.empty(0, dtype=ROW_DTYPE), self.r, (h_empty if unit_h else self.h)
         else:
             rows = self._partition[lo:hi]
             r_ord = self._r_ord[:hi - lo]
-            gather(self.r, rows, r_ord)
+            gather(self._rw, rows, r_ord)
             h_ord = h_empty
             if not unit_h:
                 h_ord = self._h_ord[:hi - lo]
-                gather(self.h, rows, h_ord)
+                gather(self._hw, rows, h_ord)
         hist = self._hist
         build_histogram(self.X, self.cols, rows, r_ord, h_ord, features, self.layout.offsets,
                         self.layout.n_bins, hist)
@@ -159,20 +200,23 @@ class Shard:
         """Apply the pending ``splits``, then each leaf's ``sum r`` and leaf denominator (``sum h``
         for Newton leaves, the row count otherwise), shape (2, n_leaves)."""
         counts = self.split(splits)
-        bounds = np.array([self._ranges[key] for key in leaves], dtype=np.int64).reshape(-1, 2)
+        bounds = np.array([self._range(key) for key in leaves], dtype=np.int64).reshape(-1, 2)
         # the one-process kernel over this shard's rows, in their order
-        num, den = leaf_sums(self._partition, bounds[:, 0], bounds[:, 1], self.r, self.h)
-        if not self.leaf_newton:  # the sum of unit weights: the row count, exactly
+        num, den = leaf_sums(self._partition, bounds[:, 0], bounds[:, 1], self._rw, self._den)
+        if not self.leaf_newton and not self._sampled:  # the sum of unit weights: the row count
             den = (bounds[:, 1] - bounds[:, 0]).astype(np.float64)
         return counts, np.stack([num, den])
 
     def update(self, update=None, loss: bool = False) -> float:
-        """Add each leaf's value to the scores of its rows (``update``: the leaves and their values,
-        or None); returns ``n * mean loss`` of the rows when ``loss`` (the train loss's share), else 0."""
-        if update is not None:
+        """Add the last tree to the scores (``update``: its leaves and their values; a
+        :class:`~gbfs.booster.tree.Tree` when it grew on a row sample: it scores every row); returns
+        ``n * mean loss`` of the rows when ``loss`` (the train loss's share), else 0."""
+        if isinstance(update, Tree):
+            PackedEnsemble([update]).predict_binned(self.X, self.raw)
+        elif update is not None:
             leaves, values = update
             # the one-process kernel over this shard's rows: the same additions, row by row
-            bounds = np.array([self._ranges[key] for key in leaves], dtype=np.int64).reshape(-1, 2)
+            bounds = np.array([self._range(key) for key in leaves], dtype=np.int64).reshape(-1, 2)
             add_leaf_values(self._partition, bounds[:, 0], bounds[:, 1], np.asarray(values), self.raw)
         if not loss or not self.n:
             return 0.0

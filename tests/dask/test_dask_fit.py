@@ -102,3 +102,14 @@ def test_dataframes_keep_their_column_names(client2):
     assert list(dist.feature_names_in_) == list(frame.columns)
     np.testing.assert_allclose(dist.predict(dd.from_pandas(frame, npartitions=3)).compute(),
                                local.predict(frame), rtol=0, atol=1e-10)
+
+
+def test_sgb_draws_on_every_partition(client2):
+    X, y = _data(seed=9)
+    Xd, yd = da.from_array(X, chunks=(200, 8)), da.from_array(y, chunks=200)
+    kw = {"sampler": "sgb", "subsample": 0.5, "n_estimators": 5, "random_state": 0}
+    dist = DaskGBFSClassifier(client=client2, **kw).fit(Xd, yd)
+    assert [r["n_rows_sampled"] for r in dist.history_] == [400] * 5  # half of each 200-row partition
+    again = DaskGBFSClassifier(client=client2, **kw).fit(Xd, yd)
+    for a, b in zip(dist.trees_, again.trees_):  # seeded by the fit, the partition and the tree
+        np.testing.assert_array_equal(a.value, b.value)

@@ -39,9 +39,10 @@ def shard_fit(est, X, y, bounds):
     mapper = BinMapper(est.max_bins, None, np.random.default_rng(seed), None, est.min_data_in_bin).fit(X)
     yy = y if isinstance(est, GBFSRegressor) else (y == 1).astype(float)
     shards = [Shard(mapper.transform(X[a:b]), yy[a:b], mapper.n_bins_non_missing_, params.loss,
-                    params.criterion.hessian_weighted, params.leaf_estimate.newton) for a, b in bounds]
+                    params.criterion.hessian_weighted, params.leaf_estimate.newton, k)
+              for k, (a, b) in enumerate(bounds)]
     costs, bags, _ = fitting.check_selection(est, X.shape[1], [], [])
-    return engine.fit(est, engine.InProcessGroup(shards), mapper, params, costs, bags)
+    return engine.fit(est, engine.InProcessGroup(shards), mapper, params, costs, bags, seed=seed)
 
 
 def _same_trees(local, trees, exact: bool):
@@ -102,3 +103,33 @@ def test_histogram_bytes_are_counted():
     X, y = _data(n=300)
     got = shard_fit(GBFSClassifier(n_estimators=2, max_leaves=4), X, y, [(0, 100), (100, 300)])
     assert got.comm["histogram_bytes"] > 0 and got.comm["histogram_requests"] >= 2
+
+
+def _log_loss(y, raw):
+    p = 1.0 / (1.0 + np.exp(-raw))
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+
+
+@pytest.mark.slow
+def test_sgb_on_shards_is_the_local_sampler_in_distribution():
+    """Each shard draws its own half of its rows (a stratified SGB sample): not the local draws,
+    so only the distribution of the fits can agree -- the test loss over seeds, and the sample size."""
+    from gbfs.booster.tree import PackedEnsemble
+
+    X, y = _data(n=3000, seed=7)
+    Xt, yt = _data(n=3000, seed=8)
+    kw = {"method": "agbm", "mu": 0.0, "sampler": "sgb", "subsample": 0.5, "n_estimators": 30,
+          "max_leaves": 8}
+    bounds = [(0, 1000), (1000, 1999), (1999, 3000)]
+    local, shards = [], []
+    for seed in range(8):
+        m = GBFSClassifier(random_state=seed, **kw).fit(X, y)
+        local.append(_log_loss(yt, m.decision_function(Xt)))
+        got = shard_fit(GBFSClassifier(random_state=seed, **kw), X, y, bounds)
+        raw = np.full(Xt.shape[0], got.result.init_score)
+        PackedEnsemble(got.result.trees).predict_raw(Xt, raw)
+        shards.append(_log_loss(yt, raw))
+        assert all(r["n_rows_sampled"] == 500 + 500 + 500 for r in got.result.history)  # round(n_p / 2)
+    local, shards = np.array(local), np.array(shards)
+    se = np.sqrt(local.var(ddof=1) / local.size + shards.var(ddof=1) / shards.size)
+    assert abs(local.mean() - shards.mean()) < 4 * se + 1e-3, (local, shards)
