@@ -28,6 +28,7 @@ from ..booster.tree_step import check_residual_scale, check_score_bound, leaf_va
 from ..criteria.methods import METHODS
 from ..criteria.penalty import FeatureUsage
 from ..criteria.refit import refit_params, top_k
+from . import mvs
 from .shard import RESIDUAL_STATS, channels, feature_bins
 
 
@@ -142,10 +143,22 @@ class DistributedStep:
         """Add the last tree's leaf values to the shards' scores; the mean loss over all rows."""
         return fold(self.group.call("update", self._take_update(), True)) / self.group.n_rows
 
+    def _rows(self, it: int) -> list:
+        """The shards' statistics of this tree's rows: every row, each partition's own SGB sample,
+        or an MVS sample under one threshold over all rows (:mod:`gbfs.dask.mvs`)."""
+        sampler = self.params.sampler
+        if sampler is None or sampler.kind == "sgb":
+            sample = None if sampler is None else (sampler, it, self.seed)
+            return self.group.call("residuals", self._take_update(), sample)  # the last tree's scores first
+        parts = self.group.call("residuals", self._take_update(), None)
+        if sampler.subsample >= 1.0:  # every row (the sampler's weights would all be 1)
+            return parts
+        return mvs.draw(self.group, sampler, dict(zip(RESIDUAL_STATS, fold(parts).tolist())), it, self.seed,
+                        fold)
+
     def grow(self, it: int, usage) -> tuple:
         params, sampled = self.params, self.params.sampler is not None
-        sample = (params.sampler, it, self.seed) if sampled else None
-        parts = self.group.call("residuals", self._take_update(), sample)  # the last tree's scores first
+        parts = self._rows(it)
         stats = dict(zip(RESIDUAL_STATS, fold(parts).tolist()))
         # over every row, as one process checks it (the max, not a sum)
         check_residual_scale(self.group.n_rows * max(float(p[-1]) for p in parts), it, params)

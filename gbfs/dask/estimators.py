@@ -51,9 +51,9 @@ def _refuse(est, params) -> None:
     """What a fit on Dask does not do yet, refused before any work (each names its parameter)."""
     if params.method.group_tests:
         raise ValueError("method='gtgbm' is not supported on Dask: use 'agbm', 'gbfs' or 'topk'")
-    if params.sampler is not None and params.sampler.kind != "sgb":
-        raise ValueError(f"sampler={est.sampler!r} is not supported on Dask (its threshold over all rows is "
-                         "not computed across partitions): use sampler='sgb' or None")
+    if params.sampler is not None and params.sampler.kind == "goss":
+        raise ValueError("sampler='goss' is not supported on Dask (its top rows over all rows are not "
+                         "found across partitions): use 'sgb', 'mvs', 'mvs_adaptive' or None")
     if params.train_metrics == "all":
         raise ValueError("train_metrics='all' is not supported on Dask (AUC needs every row in one "
                          "place): use 'loss' or 'none'")

@@ -22,6 +22,7 @@ from ..booster.kernels.portable import dot, total
 from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
 from ..booster.tree import PackedEnsemble, Tree
 from ..booster.tree_step import add_leaf_values, leaf_sums
+from ..sampling.kernels import mvs_select, regularized_abs
 
 #: the statistics :meth:`Shard.residuals` returns, in this order: the tree's rows, ``sum w r``,
 #: ``sum w r^2``, ``sum w``, the second channel's sum (``w`` or ``w h``), the Newton normaliser's
@@ -114,7 +115,7 @@ class Shard:
         self.update(update)
         r, h = self.r, self.h
         self.loss.residuals(self.y, self.raw, r, h)
-        max_abs = float(np.max(np.abs(r))) if self.n else 0.0
+        max_abs = self._max_abs = float(np.max(np.abs(r))) if self.n else 0.0
         self._ranges = {}  # the root is named by the first request (:meth:`_range`)
         self._sampled = sample is not None
         if not self._sampled or not self.n:
@@ -129,6 +130,32 @@ class Shard:
         rows, w = sampler.sample(r, h if self.hessian_weighted else None, it,
                                  np.random.default_rng([*seed, self.index, it]))
         return np.array([*self._weigh(rows, w), max_abs])
+
+    # -- MVS with one threshold over all rows (gbfs.dask.mvs) ------------------------------------
+    def mvs_values(self, lam: float) -> np.ndarray:
+        """MVS's regularized ``|g|`` of this shard's rows (after :meth:`residuals` without a sample),
+        kept sorted for the threshold search; returns ``[positive values, largest value]``."""
+        h = self.h if self.hessian_weighted else np.ones(self.n)  # the sampler's h: None means 1
+        self._v = regularized_abs(self.r, h, lam)
+        self._v_sorted = np.sort(self._v)
+        self._v_prefix = np.concatenate([[0.0], np.cumsum(self._v_sorted)])
+        return np.array([np.count_nonzero(self._v), self._v_sorted[-1] if self.n else 0.0])
+
+    def mvs_sums(self, mus: np.ndarray) -> np.ndarray:
+        """For each candidate threshold: the rows with ``v >= mu`` and the sum of the ``v`` below it."""
+        below = np.searchsorted(self._v_sorted, mus, side="left")
+        return np.stack([(self.n - below).astype(np.float64), self._v_prefix[below]])
+
+    def mvs_draw(self, mu: float, p_zero: float, it: int, seed: tuple) -> np.ndarray:
+        """Keep row i with probability ``min(1, v_i / mu)`` (``p_zero`` for ``v = 0`` when ``mu`` is 0),
+        weight its inverse, with the generator seeded ``[*seed, index, it]``; returns
+        :data:`RESIDUAL_STATS` of the sample."""
+        if not self.n:
+            return np.array([0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+        u = np.random.default_rng([*seed, self.index, it]).random(self.n)
+        rows, w = mvs_select(self._v, mu, p_zero, u)
+        self._sampled = True
+        return np.array([*self._weigh(rows, w), self._max_abs])
 
     def _weigh(self, rows: np.ndarray, w: np.ndarray) -> list:
         """The sampled tree's rows and weighted channels (as the one-process step's buffers)."""

@@ -113,3 +113,12 @@ def test_sgb_draws_on_every_partition(client2):
     again = DaskGBFSClassifier(client=client2, **kw).fit(Xd, yd)
     for a, b in zip(dist.trees_, again.trees_):  # seeded by the fit, the partition and the tree
         np.testing.assert_array_equal(a.value, b.value)
+
+
+def test_mvs_on_the_cluster(client2):
+    X, y = _data(seed=10)
+    Xd, yd = da.from_array(X, chunks=(200, 8)), da.from_array(y, chunks=200)
+    dist = DaskGBFSClassifier(client=client2, sampler="mvs", subsample=0.5, n_estimators=5,
+                              random_state=0).fit(Xd, yd)
+    sizes = [r["n_rows_sampled"] for r in dist.history_]
+    assert all(250 < s < 550 for s in sizes), sizes  # about s N = 400 rows of 800
