@@ -38,20 +38,35 @@ def _rss() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
-def _data(client, rows: int, workers: int, features: int, seed: int = 0):
-    """``X``, ``y`` generated on the workers, one partition per worker, kept there."""
-    import dask.array as da
-
-    chunk = -(-rows // workers)
-    rng = da.random.default_rng(seed)
-    X = rng.normal(size=(rows, features), chunks=(chunk, features))
+def _block(rows: int, features: int, seed: list) -> tuple[np.ndarray, np.ndarray]:
+    """One partition's rows: standard normal features, a label of the first five and noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, features))
     w = np.zeros(features)
     w[:5] = [1.0, -2.0, 1.5, 0.5, -1.0]
-    y = ((X @ w + rng.normal(size=rows, chunks=chunk)) > 0).astype(np.float64)
-    X, y = client.persist([X, y])
+    return X, ((X @ w + rng.normal(size=rows)) > 0).astype(np.float64)
+
+
+def _data(client, rows: int, workers: int, features: int, seed: int = 0):
+    """``X``, ``y`` generated on the workers, partition ``k`` on worker ``k`` (the scheduler
+    would put small partitions on one worker), kept there."""
+    import operator
+
+    import dask
+    import dask.array as da
     from distributed import wait
 
-    wait([X, y])
+    addresses = sorted(client.scheduler_info()["workers"])[:workers]
+    sizes = [rows // workers + (k < rows % workers) for k in range(workers)]
+    xs, ys = [], []
+    for k, (w, n) in enumerate(zip(addresses, sizes)):
+        block = client.submit(_block, n, features, [seed, k], workers=[w], pure=False)
+        xs.append(da.from_delayed(dask.delayed(client.submit(operator.getitem, block, 0, workers=[w])),
+                                  (n, features), np.float64))
+        ys.append(da.from_delayed(dask.delayed(client.submit(operator.getitem, block, 1, workers=[w])),
+                                  (n,), np.float64))
+    X, y = da.concatenate(xs), da.concatenate(ys)
+    wait(client.persist([X, y]))
     return X, y
 
 
@@ -79,7 +94,8 @@ def _ours(client, X, y, settings, trees: int) -> dict:
     return {"fit_s": fit_s, "per_tree_ms": 1000 * t["boosting_seconds"] / trees,
             "fit_per_tree_ms": 1000 * fit_s / trees, "hist_bytes_per_tree": t["histogram_bytes_per_tree"],
             "hist_requests_per_tree": t["histogram_requests"] / trees,
-            "rss_growth_per_worker": max(growth) if growth else 0, "shard_bytes": t["shard_bytes"]}
+            "rss_growth_per_worker": max(growth) if growth else 0, "shard_bytes": t["shard_bytes"],
+            "hosts": len(t["shard_bytes"])}
 
 
 def _lightgbm(client, X, y, settings, trees: int) -> dict:
