@@ -122,3 +122,15 @@ def test_mvs_on_the_cluster(client2):
                               random_state=0).fit(Xd, yd)
     sizes = [r["n_rows_sampled"] for r in dist.history_]
     assert all(250 < s < 550 for s in sizes), sizes  # about s N = 400 rows of 800
+
+
+def test_one_partition_is_the_local_fit_bit_for_bit(client2):
+    X, y = _data(seed=11)
+    kw = {"method": "agbm", "mu": 0.01, "n_estimators": 10, "max_leaves": 8, "random_state": 0}
+    local = GBFSClassifier(**kw).fit(X, y)
+    dist = DaskGBFSClassifier(client=client2, **kw).fit(da.from_array(X, chunks=(800, 8)),
+                                                        da.from_array(y, chunks=800))
+    for a, b in zip(local.trees_, dist.trees_):
+        for name in ("feature", "threshold", "value", "gain", "count"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    np.testing.assert_array_equal(local.predict_proba(X), dist.predict_proba(X))
