@@ -22,7 +22,7 @@ LIBRARY_LAYERS = (
     ("gbfs.validation", "gbfs.criteria", "gbfs.data"),
     ("gbfs.sampling", "gbfs.io"),
     ("gbfs.estimators",),
-    ("gbfs.baselines", "gbfs.selection"),
+    ("gbfs.baselines", "gbfs.selection", "gbfs.dask"),
     ("gbfs", "gbfs._threading"),
 )
 #: the harness's layers, lowest first: MLflow plumbing, what every runner does, tuning, the papers

@@ -111,12 +111,10 @@ class TreeStep:
                                      normaliser=norm)
         values = _leaf_values(grown, rw, den, params)
         self.score_bound += float(np.max(np.abs(values)))
-        if not math.isfinite(self.score_bound):
-            raise ValueError(_diverged(it, params, "its leaf values, or the sum of the largest "
-                                       "leaf values of all trees, are no longer finite floats"))
-        tree = grown.builder.build(_node_values(grown, values))
+        check_score_bound(self.score_bound, it, params)
+        tree = grown.builder.build(node_values(grown, values))
         if sampled is None:
-            _add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, self.raw)
+            add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, self.raw)
         else:                    # rows outside the sample are scored by the tree too
             PackedEnsemble([tree]).predict_binned(X_binned, self.raw)
         stats = {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": tree.n_leaves}
@@ -143,7 +141,8 @@ def _leaf_sums(partition, starts, ends, num, den, out_num, out_den):
 
 
 @njit(cache=True)
-def _add_leaf_values(partition, starts, ends, values, raw):
+def add_leaf_values(partition, starts, ends, values, raw):
+    """``raw[row] += values[k]`` for the rows ``partition[starts[k]:ends[k]]`` of every leaf ``k``."""
     for k in range(starts.shape[0]):
         for i in range(starts[k], ends[k]):
             raw[partition[i]] += values[k]
@@ -152,10 +151,23 @@ def _add_leaf_values(partition, starts, ends, values, raw):
 def _check_residuals(r: np.ndarray, it: int, params) -> None:
     """Refuse residuals whose sums or squared sums (the split gains) would overflow float64; NaN
     included.  One O(n) pass per tree, cheap next to growing it."""
-    scale = r.shape[0] * float(np.max(np.abs(r)))
+    check_residual_scale(r.shape[0] * float(np.max(np.abs(r))), it, params)
+
+
+def check_residual_scale(scale: float, it: int, params) -> None:
+    """Refuse tree ``it`` when ``n_rows * max|r|`` of its residuals (``scale``) would overflow
+    float64 sums of squares (NaN included)."""
     if not scale <= 2 * MAX_TARGET_SCALE:
         raise ValueError(_diverged(it, params, f"its residuals reached n_rows * max|r| = {scale:.3g} "
                                    f"(at most {2 * MAX_TARGET_SCALE:.0e} fit in float64 gains)"))
+
+
+def check_score_bound(score_bound: float, it: int, params) -> None:
+    """Refuse tree ``it`` when the bound on every score (the sum of the trees' largest leaf values)
+    is no longer a finite float."""
+    if not math.isfinite(score_bound):
+        raise ValueError(_diverged(it, params, "its leaf values, or the sum of the largest "
+                                   "leaf values of all trees, are no longer finite floats"))
 
 
 def _diverged(it: int, params, what: str) -> str:
@@ -233,12 +245,25 @@ def _gather_rows(X_binned, rows, out):
             i += 1
 
 
-def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:
-    """Shrunk leaf values: lr * sum(w r) / (sum(w) or sum(w h) + lambda)."""
-    k = grown.leaf_starts.shape[0]
+def leaf_sums(partition, starts, ends, num_channel, den_channel) -> tuple[np.ndarray, np.ndarray]:
+    """Each leaf's sums of two per-row channels over its rows ``partition[starts[k]:ends[k]]``,
+    in their order."""
+    k = starts.shape[0]
     num = np.empty(k)
     den = np.empty(k)
-    _leaf_sums(grown.partition, grown.leaf_starts, grown.leaf_ends, rw, den_channel, num, den)
+    _leaf_sums(partition, starts, ends, num_channel, den_channel, num, den)
+    return num, den
+
+
+def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:
+    """Shrunk leaf values: lr * sum(w r) / (sum(w) or sum(w h) + lambda)."""
+    num, den = leaf_sums(grown.partition, grown.leaf_starts, grown.leaf_ends, rw, den_channel)
+    return leaf_values(grown, num, den, params)
+
+
+def leaf_values(grown, num: np.ndarray, den: np.ndarray, params) -> np.ndarray:
+    """Shrunk leaf values of a grown tree from each leaf's sums ``num`` (of ``w r``) and ``den``
+    (of ``w`` or ``w h``): ``lr * num / (den + lambda)``."""
     lam = params.growth.reg_lambda if params.leaf_estimate.newton else 0.0
     den = den + lam
     if params.leaf_estimate.newton and grown.builder.cat_left:
@@ -251,7 +276,8 @@ def _leaf_values(grown, rw, den_channel, params) -> np.ndarray:
     return params.learning_rate * v
 
 
-def _node_values(grown, leaf_values) -> np.ndarray:
+def node_values(grown, leaf_vals) -> np.ndarray:
+    """Every node's value of a grown tree: its leaves' values ``leaf_vals``, 0 elsewhere."""
     values = np.zeros(len(grown.builder.cols["feature"]))
-    values[grown.leaf_ids] = leaf_values
+    values[grown.leaf_ids] = leaf_vals
     return values

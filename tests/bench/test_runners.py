@@ -71,6 +71,6 @@ def test_every_benchmark_module_is_a_suite_of_the_command():
     sub = argparse.ArgumentParser().add_subparsers()
     for module in bench.suites():
         module.add_parser(sub)
-    assert set(sub.choices) == {"categorical", "core", "cost", "data", "gtgbm", "load", "multiclass",
+    assert set(sub.choices) == {"categorical", "core", "cost", "dask", "data", "gtgbm", "load", "multiclass",
                                 "multitask", "ranking", "sampling", "scaling", "selection", "tiny", "utility"}
     assert all(callable(p.get_default("handler")) for p in sub.choices.values())

@@ -113,13 +113,29 @@ class TreeGrower:
     """
 
     def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
+        n, d = X_binned.shape
+        self._configure(bin_mapper, params, search, n, d)
+        self.X_binned, self.sparse = self._index(X_binned)
+        self._columns = Columns(self.X_binned)
+        self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
+        self.pruning = Pruning(self._fill_counts, n, self.layout, self._numeric(self.features),
+                               params.min_samples_leaf)
+        self._r_ord = np.empty(n, dtype=np.float64)
+        self._h_ord = np.empty(n, dtype=np.float64)
+        self._buffer = np.empty(n, dtype=ROW_DTYPE)
+        self._no_rows = np.empty(0, dtype=ROW_DTYPE)
+        self._no_h = np.empty(0, dtype=np.float64)
+
+    def _configure(self, bin_mapper, params: GrowthParams, search: FeatureSearch | None, n: int,
+                   d: int) -> None:
+        """The state that depends on the bins, the settings and the data's shape, not on its rows
+        (:class:`~gbfs.booster.growing.remote.RemoteGrower` holds none)."""
         self._min_gain = params.min_split_gain  # grow() adds the roundoff floor of its tree
         self.search = FeatureSearch() if search is None else search
         self.bin_mapper = bin_mapper
         self.layout = HistogramLayout(bin_mapper.n_bins_non_missing_)
         self.n_bins, self.offsets = self.layout.n_bins, self.layout.offsets
         self.params = params
-        n, d = X_binned.shape
         self.n_features = d
         self.features = np.arange(d, dtype=np.int64)
         self._n_chunks = max(1, min(d, 8 * numba.get_num_threads()))
@@ -136,16 +152,6 @@ class TreeGrower:
         self._dummy_hist = np.empty((1, 3))
         # categorical features have their own search (None: there are none)
         self.cats = CategoricalSearch.build(bin_mapper, self.features, params)
-        self.X_binned, self.sparse = self._index(X_binned)
-        self._columns = Columns(self.X_binned)
-        self._scratch_hist = None  # the sparse features' bins of a node whose histogram is not kept
-        self.pruning = Pruning(self._fill_counts, n, self.layout, self._numeric(self.features),
-                               params.min_samples_leaf)
-        self._r_ord = np.empty(n, dtype=np.float64)
-        self._h_ord = np.empty(n, dtype=np.float64)
-        self._buffer = np.empty(n, dtype=ROW_DTYPE)
-        self._no_rows = np.empty(0, dtype=ROW_DTYPE)
-        self._no_h = np.empty(0, dtype=np.float64)
 
     def _index(self, X_binned):
         """The matrix to grow on and its row-wise index of sparse features (None: none)."""
@@ -240,19 +246,27 @@ class TreeGrower:
             raise ValueError("a grower with a row-wise sparse index grows on its own matrix only")
         # the matrix the column kernels read (a sample's compact copy is dense and whole)
         self.matrix = self._columns if X_binned is None else Columns(X_binned)
-        self._rw, self._hw, self._usage, self._norm = rw, hw, usage, norm
-        self._h_is_count = hw_is_one
-        p = self.params
+        self._rw, self._hw = rw, hw
         n = rows.shape[0]
-        self._min_count = max(2 * p.min_samples_leaf,
-                              math.ceil(p.min_node_fraction * n) if p.min_node_fraction else 0, 2)
-        partition = np.array(rows, dtype=ROW_DTYPE)
-        self._partition = partition
+        self._partition = np.array(rows, dtype=ROW_DTYPE)
         # the root reads columns directly when it holds every row in order (no sampler)
         self._all_rows = n == self.matrix.n_rows and (n == 0 or (rows[0] == 0 and rows[-1] == n - 1))
         root_rw, root_hw = (rw, hw) if self._all_rows else (rw[rows], hw[rows])  # no copy per tree
+        return self.grow_from_root(n, total(root_rw), total(root_hw), usage, norm, hw_is_one, normaliser)
+
+    def grow_from_root(self, n: int, sum_g: float, sum_h: float, usage: Usage, norm: float,
+                       hw_is_one: bool = False, normaliser: float | None = None) -> GrownTree:
+        """Grow a tree from a root of ``n`` rows with channel sums ``sum_g``, ``sum_h`` (the other
+        arguments as :meth:`grow`): the best-first loop, which reaches the rows only through
+        ``_fused``, ``_histogram_by_columns``, ``_partition_rows``, ``gathered`` and
+        ``_fill_counts`` (:class:`~gbfs.booster.growing.remote.RemoteGrower` replaces them)."""
+        self._usage, self._norm = usage, norm
+        self._h_is_count = hw_is_one
+        p = self.params
+        self._min_count = max(2 * p.min_samples_leaf,
+                              math.ceil(p.min_node_fraction * n) if p.min_node_fraction else 0, 2)
         builder = TreeBuilder()
-        root = Node(builder.add_node(n), 0, n, 0, total(root_rw), total(root_hw))
+        root = Node(builder.add_node(n), 0, n, 0, sum_g, sum_h)
         root.dead = self.pruning.root(p.leaf_count != "hessian" or hw_is_one)
         self._min_gain = p.min_split_gain
         if normaliser is not None:  # every term of a gain is at most normaliser + G^2 / (H + lambda)
@@ -282,7 +296,7 @@ class TreeGrower:
         for node in pending:
             self._release(node)
         leaves = sorted(done + pending, key=lambda nd: nd.start)
-        return GrownTree(builder, partition,
+        return GrownTree(builder, self._partition,
                          np.array([nd.id for nd in leaves], dtype=np.int64),
                          np.array([nd.start for nd in leaves], dtype=np.int64),
                          np.array([nd.end for nd in leaves], dtype=np.int64))
@@ -450,8 +464,7 @@ class TreeGrower:
         ml = bool(node.splits.missing_left[f])
         categorical = self.cats is not None and self.cats.is_cat[f]
         bits = self.cats.bits(node, f) if categorical else NUMERIC
-        n_left = split_partition(self._partition, node.start, node.end, self.matrix.column(f), b, ml, bits,
-                                 self._buffer)
+        n_left = self._partition_rows(node, f, b, ml, bits)
         lg, lh, lc = node.splits.left_sums[f]
         assert int(lc) == n_left, "histogram and partition disagree"
         left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
@@ -468,6 +481,11 @@ class TreeGrower:
         # free the per-feature arrays of an internal node
         node.splits = node.cat_bits = node.cat_hist = None
         return left, right
+
+    def _partition_rows(self, node, f: int, b: int, ml: bool, bits) -> int:
+        """Reorder ``node``'s rows so that its left child's come first; returns their number."""
+        return split_partition(self._partition, node.start, node.end, self.matrix.column(f), b, ml, bits,
+                               self._buffer)
 
     def _search_children(self, parent, left, right) -> None:
         """Split search of the splittable children: subtraction when the parent kept its histogram."""
