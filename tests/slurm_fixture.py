@@ -42,9 +42,14 @@ PARTITION = "gbfs"
 BOUND = 120.0
 
 
-def missing_programs() -> list[str]:
-    """The programs of :data:`PROGRAMS` not on the PATH."""
-    return [p for p in PROGRAMS if shutil.which(p) is None]
+def why_not() -> str | None:
+    """Why no cluster can be started here (a one-line reason saying how to get one), or None."""
+    missing = [p for p in PROGRAMS if shutil.which(p) is None]
+    if missing:
+        return f"no SLURM cluster to start ({', '.join(missing)} missing): {INSTALL}"
+    if os.geteuid() != 0:
+        return "the single-node SLURM cluster runs its daemons as root (SlurmUser=root): run as root"
+    return None
 
 
 class SlurmCluster:
@@ -81,6 +86,7 @@ class SlurmCluster:
             time.sleep(0.2)   # the poll interval
 
     def tail(self, name: str) -> str:
+        """The end of daemon ``name``'s output and log file."""
         parts = []
         for path in (self.dir / f"{name}.out", self.dir / f"{name}.log"):
             if path.exists():
@@ -98,6 +104,8 @@ class SlurmCluster:
         return res
 
     def start(self) -> SlurmCluster:
+        """Start the daemons in turn, each once the one before it answers; on a failure, stop them
+        and raise ``RuntimeError`` with the end of the failing daemon's log."""
         try:
             self._munge()
             self._mariadb()
@@ -129,7 +137,8 @@ class SlurmCluster:
         self.db_port = free_port()
         # no grant tables: slurmdbd connects as root without a password over TCP on 127.0.0.1
         self._start("mariadbd", "mariadbd", "--no-defaults", f"--datadir={data}", "--user=root",
-                    f"--port={self.db_port}", "--bind-address=127.0.0.1", f"--socket={self.dir / 'mysql.sock'}",
+                    f"--port={self.db_port}", "--bind-address=127.0.0.1",
+                    f"--socket={self.dir / 'mysql.sock'}",
                     f"--pid-file={self.dir / 'mariadbd.pid'}", "--skip-grant-tables", "--skip-log-bin",
                     "--innodb-buffer-pool-size=64M", "--innodb-lock-wait-timeout=900")
         self._wait("MariaDB", lambda: _listening(self.db_port))
@@ -162,13 +171,16 @@ class SlurmCluster:
             f"SlurmctldPidFile={self.dir / 'slurmctld.pid'}", f"SlurmdPidFile={self.dir / 'slurmd.pid'}",
             f"SlurmctldLogFile={self.dir / 'slurmctld.log'}", f"SlurmdLogFile={self.dir / 'slurmd.log'}",
             # no cgroups: processes tracked by their parents, tasks not bound
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
+            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=127.0.0.1",
-            # the munge socket of connections to slurmdbd (it is not AuthInfo's for those)
-            f"AccountingStoragePort={self.dbd_port}", f"AccountingStoragePass={self.munge_socket}",
+            f"AccountingStoragePort={self.dbd_port}",
+            # the munge socket of the connections to slurmdbd: AuthInfo's is not used for those
+            f"AccountingStoragePass={self.munge_socket}",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_CPU_Memory", "MpiDefault=none",
+            # SLURM's default grace between SIGTERM and SIGKILL; finished jobs stay in squeue 5 min
             "ReturnToService=2", "KillWait=30", "MinJobAge=300", "SchedulerType=sched/backfill",
-            f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory * 9 // 10} State=UNKNOWN",
+            f"NodeName={self.host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory * 9 // 10}",
             f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP", ""]))
         for folder in ("state", "spool"):
             (self.dir / folder).mkdir()

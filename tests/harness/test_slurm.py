@@ -15,7 +15,7 @@ import pytest
 from harness_utils import TINY, compose_cfg, stored_study, study_runs, tiny_study_cfg, wait_for
 from mlflow.tracking import MlflowClient
 from optuna.trial import TrialState
-from slurm_fixture import INSTALL, PARTITION, SlurmCluster, missing_programs
+from slurm_fixture import PARTITION, SlurmCluster, why_not
 
 from runners.tuning import study as study_module
 
@@ -66,9 +66,9 @@ def test_jobs_of_one_sweep_refit_a_study_once_and_a_rerun_refits_anew(tmp_path):
 @pytest.fixture(scope="module")
 def slurm():
     """A running single-node SLURM cluster (stopped and deleted after the module's tests)."""
-    missing = missing_programs()
-    if missing:
-        pytest.skip(f"no SLURM cluster to start ({', '.join(missing)} missing): {INSTALL}")
+    reason = why_not()
+    if reason:
+        pytest.skip(reason)
     cluster = SlurmCluster().start()
     try:
         yield cluster
