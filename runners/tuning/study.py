@@ -206,13 +206,15 @@ def claim_invocation(storage: SharedStorage, study: optuna.Study, first: int) ->
 
 
 def claim_refit(storage: SharedStorage, study: optuna.Study, state: str,
-                invocation: int) -> str | None:
+                invocation: int, sweep: str | None = None) -> str | None:
     """Claim the refit of the study in ``state`` (its counted trials and best trial); return None if
     this worker refits, else the worker that does.
 
     The refit of a state is left to its claimer while that worker lives, and to it for good by the
-    invocations that had begun when it claimed (parallel workers of one study refit once); a later
-    invocation (a rerun) refits anew, as each invocation of a single worker does.
+    invocations that had begun when it claimed (parallel workers of one study refit once) and by
+    the jobs of its multirun, ``sweep`` (the Hydra sweep folder; a SLURM job that waited in the
+    queue begins after the others have ended); a later invocation (a rerun) refits anew, as each
+    invocation of a single worker does.
     """
     study_id = storage.get_study_id_from_name(study.study_name)
     attrs = storage.get_study_system_attrs(study_id)
@@ -220,9 +222,10 @@ def claim_refit(storage: SharedStorage, study: optuna.Study, state: str,
     attempts = sorted(int(k[len(prefix):]) for k in attrs if k.startswith(prefix))
     if attempts:
         last = attrs[f"{prefix}{attempts[-1]}"]
-        if last["invocations"] >= invocation or maybe_alive(last["worker"]):
+        same_sweep = sweep is not None and last.get("sweep") == sweep
+        if last["invocations"] >= invocation or same_sweep or maybe_alive(last["worker"]):
             return last["worker"]
-    mine = {"worker": worker(), "invocations": max([invocation, *_invocations(attrs)])}
+    mine = {"worker": worker(), "invocations": max([invocation, *_invocations(attrs)]), "sweep": sweep}
     won = claim_attr(storage, study, f"{prefix}{attempts[-1] + 1 if attempts else 0}", mine, system=True)
     return None if won == mine else won["worker"]
 

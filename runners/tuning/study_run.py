@@ -167,7 +167,8 @@ def conclude(cfg: DictConfig, storage: SharedStorage, study: optuna.Study, ds: D
     if not cfg.tune.refit:
         return summary
     holder = (others[0] if others
-              else studies.claim_refit(storage, study, f"{step}:{best.number}", invocation))
+              else studies.claim_refit(storage, study, f"{step}:{best.number}", invocation,
+                                       sweep=tags.get("sweep_dir")))
     if holder is not None:
         log.info("study %s: the refit is left to worker %s (best so far: trial %d, %.4f)", name, holder,
                  best.number, best.value)
