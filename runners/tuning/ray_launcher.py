@@ -14,8 +14,8 @@ installed ``dask``/``distributed`` exclude, and waits on its jobs one ``ray.get`
 * a job is never retried by Ray (``max_retries=0``): a job killed on its way would otherwise be
   run again and log its runs twice;
 * every job is waited for before a failed one is reported (Hydra raises the first failure);
-* Ctrl-C or SIGTERM to the sweep cancels its jobs (``ray.cancel``: a ``KeyboardInterrupt`` inside
-  each running job, which ends its MLflow runs KILLED and fails its Optuna trial) and waits up to
+* Ctrl-C or SIGTERM to the sweep cancels its jobs (``ray.cancel``, which a running job turns into
+  a SIGTERM to itself: its MLflow runs end KILLED and its Optuna trial FAIL) and waits up to
   :data:`CANCEL_GRACE` seconds for them before killing their workers; SIGTERM then exits with
   status 143.  A worker killed outright leaves RUNNING runs that the next run on its host marks
   FAILED (:func:`runners.tracking.runs.fail_dead_runs`).
@@ -24,6 +24,7 @@ installed ``dask``/``distributed`` exclude, and waits on its jobs one ``ray.get`
 from __future__ import annotations
 
 import logging
+import signal
 import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -137,8 +138,20 @@ def execute_job(idx: int, sweep_config: DictConfig, hydra_context: HydraContext,
     setup_globals()
     Singleton.set_state(singleton_state)
     HydraConfig.instance().set_config(sweep_config)
-    return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
-                   job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    previous = signal.signal(signal.SIGINT, _cancel_as_sigterm)
+    try:
+        return run_job(hydra_context=hydra_context, config=sweep_config, task_function=task_function,
+                       job_dir_key="hydra.sweep.dir", job_subdir_key="hydra.sweep.subdir")
+    finally:
+        signal.signal(signal.SIGINT, previous)   # the worker runs other tasks after this one
+
+
+def _cancel_as_sigterm(signum: int, frame: object) -> None:
+    """``ray.cancel`` interrupts a running task as Ctrl-C would (``_thread.interrupt_main``).  A
+    KeyboardInterrupt raised inside database code can leave a transaction open, so that the job cannot
+    end its runs; as a SIGTERM it takes the runners' path instead (held back in database code, the
+    runs ended KILLED, exit status 143: :func:`runners.tracking.runs.sigterm_as_interrupt`)."""
+    signal.raise_signal(signal.SIGTERM)
 
 
 def launch(launcher: Any, job_overrides: Sequence[Sequence[str]], initial_job_idx: int) -> list[JobReturn]:
@@ -185,7 +198,7 @@ def _wait(refs: list) -> None:
 
 
 def _cancel(refs: list) -> None:
-    """Cancel the jobs: a ``KeyboardInterrupt`` inside the running ones (their runs end KILLED),
+    """Cancel the jobs: a SIGTERM inside the running ones (:func:`_cancel_as_sigterm`; their runs end KILLED),
     the queued ones never start; a job still running after :data:`CANCEL_GRACE` seconds has its
     worker killed."""
     import ray
