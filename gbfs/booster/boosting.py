@@ -66,9 +66,15 @@ class SingleTask:
         pass
 
     def record(self, it: int, seconds: float, stats: list[dict]) -> dict:
-        st = dict(stats[0])
-        return {"iteration": it, "elapsed_seconds": seconds, "root_variance": st.pop("root_variance"),
-                "gain_normaliser": st.pop("gain_normaliser"), "n_features_used": len(self.usage.order), **st}
+        return tree_record(it, seconds, stats[0], self.usage)
 
     def release(self) -> None:
         self.step.release()
+
+
+def tree_record(it: int, seconds: float, stats: dict, usage: Usage) -> dict:
+    """The ``history_`` record of single-task round ``it`` before its metrics: the time so far, the
+    tree's statistics (``root_variance``, ``gain_normaliser``, ...) and Omega's size."""
+    st = dict(stats)
+    return {"iteration": it, "elapsed_seconds": seconds, "root_variance": st.pop("root_variance"),
+            "gain_normaliser": st.pop("gain_normaliser"), "n_features_used": len(usage.order), **st}

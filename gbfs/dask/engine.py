@@ -18,6 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..booster.boosting import tree_record
 from ..booster.growing.feature_search import FeatureSearch
 from ..booster.growing.remote import RemoteGrower
 from ..booster.kernels._types import C_CH, H_CH
@@ -209,9 +210,7 @@ class DistributedPlan:
         pass
 
     def record(self, it: int, seconds: float, stats: list[dict]) -> dict:
-        st = dict(stats[0])
-        return {"iteration": it, "elapsed_seconds": seconds, "root_variance": st.pop("root_variance"),
-                "gain_normaliser": st.pop("gain_normaliser"), "n_features_used": len(self.usage.order), **st}
+        return tree_record(it, seconds, stats[0], self.usage)
 
     def release(self) -> None:
         # the last tree's scores are not sent: nothing reads them after the fit (and a fit ended
