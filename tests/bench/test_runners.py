@@ -21,6 +21,7 @@ def test_quickstart_selects_informative_features():
         assert by[m]["n_selected"] < by["boosting (mu=0)"]["n_selected"]
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_bench_gtgbm_small(tmp_path, capsys):
     out = tmp_path / "gtgbm.json"
     assert bench.main(["gtgbm", "--shapes", "epsilon", "--row-scale", "0.02", "--trees", "3", "--s", "5",

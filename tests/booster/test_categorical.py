@@ -156,6 +156,7 @@ def _frame(n=4000, seed=0, k=40):
     return df, y
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_category_columns_equal_their_integer_codes():
     df, y = _frame()
     a = GBFSClassifier(mu=0.0, n_estimators=15, random_state=0).fit(df, y)

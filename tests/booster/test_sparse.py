@@ -200,6 +200,7 @@ def test_sparse_errors_name_the_argument():
         GBFSClassifier(n_estimators=2).fit(X, y, eval_set=(bad, y))
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_sparse_input_is_never_densified_as_floats():
     """A 4000 x 5000 matrix at 1 % density: dense float64 would be 160 MB, binned uint8 is 20 MB."""
     rng = np.random.default_rng(0)

@@ -213,6 +213,7 @@ def test_budget_wrappers_hold_the_union_of_the_tasks_features():
         IndependentWithinBudget(base, max_features=2).fit(ds.X_train, ds.y_train, ds.task_train)
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_comparison_draws_the_figure_as_an_artifact(tmp_path):
     overrides = [f"paths.root_dir={tmp_path}", *TINY_MT, "compare.variants=[mt_agbm,mt_groupsparse]",
                  "compare.baselines=[mt_groupsparse]"]

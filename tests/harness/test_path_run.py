@@ -30,6 +30,7 @@ def _runs(root: Path):
     return client, client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_path_method_logs_a_parent_and_a_nested_run_per_budget(tmp_path, capsys):
     metrics = run_module.run(compose_cfg(tmp_path, PATH))
     client, runs = _runs(tmp_path)

@@ -378,6 +378,7 @@ def test_slurm_multirun_without_the_plugin_says_which_extra_to_install(tmp_path)
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "outputs").exists()   # no job ran
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_gbdt_topk_finds_its_k_on_data_without_generator_arguments_and_per_file(tmp_path):
     # breast_cancer has kwargs: {} (an empty config once read the K lookup); a file dataset's K
     # comes only from runs on the same file and target

@@ -219,6 +219,7 @@ def test_the_seed_makes_the_tpe_sequence_reproducible(tmp_path):
     assert _sampled(tmp_path, "c", seed=2) != first
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_timeout_stops_the_study_before_n_trials(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(study_run, "in_multirun", lambda: True)   # and no progress bar in a multirun
     # a trial takes 0.1-1 s here: 30 of them would take several seconds

@@ -103,6 +103,7 @@ def _settings() -> dict:
                        "hsic_max_cells": 100_000}}
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 @pytest.mark.usefixtures("restore_mlflow")
 def test_the_part_runs_once_writes_its_files_and_is_reused(tmp_path, monkeypatch):
     calls = []

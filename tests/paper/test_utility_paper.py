@@ -69,6 +69,7 @@ def test_the_part_writes_its_figures_and_claims(tmp_path):
     assert (tmp_path / "figures.png").read_bytes()[:4] == b"\x89PNG" and all(p.is_file() for p in paths)
 
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_rank_gap_is_decided_by_its_bootstrap_standard_error():
     rng = np.random.default_rng(2)
     actual = rng.standard_normal(40)

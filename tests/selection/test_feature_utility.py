@@ -105,6 +105,7 @@ def test_classifier_gradient_is_the_logistic_residual_in_log_odds():
 
 # ------------------------------------------------------------------------------ behaviour
 
+@pytest.mark.slow  # a few seconds: the default suite stays under 5 minutes
 def test_useful_feature_is_found_noise_and_copy_are_not(fitted):
     model, X, y, C = fitted
     res = feature_utility(model, X, y, pd.DataFrame(C, columns=["noise", "copy_x0", "u"]), n_bootstrap=50,
