@@ -189,9 +189,12 @@ def compute_seconds(client: MlflowClient, parent_id: str, dataset: str) -> float
 
 
 def readme(
-    t3: pd.DataFrame, dataset: str, head: str, seconds: float, seeds: Sequence[int] | np.ndarray
+    t3: pd.DataFrame, dataset: str, head: str, seconds: float, seeds: Sequence[int] | np.ndarray,
+    topk_check: str | None = None,
 ) -> str:
-    """The dataset's ``README.md``: what matches the paper, what does not, by how much."""
+    """The dataset's ``README.md``: what matches the paper, what does not, by how much; with
+    ``topk_check`` (:func:`runners.paper.topk_full.sentence`), whether GBDT-topK is another model
+    than GBDT-Full."""
     checked = claims(t3)
     lines = [
         f"# Reproduction of the GT-GBM paper on {dataset}",
@@ -209,6 +212,8 @@ def readme(
         "",
         *checked,
     ]
+    if topk_check:
+        lines += ["", "## GBDT-topK against GBDT-Full", "", topk_check]
     extra = peers(t3)
     if extra:
         lines += ["", "## Our peers (not in the paper)", "", *extra]

@@ -16,6 +16,7 @@ recomputed from a model in memory.  Numbers are next to the paper's (``results/r
 from __future__ import annotations
 
 import json
+import logging
 import math
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -32,9 +33,11 @@ from omegaconf import DictConfig
 from gbfs import load_model
 from runners.core import experiment
 from runners.paper import claims as paper_claims
+from runners.paper import topk_full
 from runners.tracking import figures
 from runners.tracking import runs as tracking
 
+log = logging.getLogger(__name__)
 REFERENCE = Path(__file__).resolve().parents[2] / "results" / "reference"
 #: the metrics of a row's final runs read back for the tables
 METRICS = ("n_selected_features", "test_rmse", "test_auc", "val_auc", "fit_seconds")
@@ -341,6 +344,10 @@ def write_dataset(d: DatasetRuns) -> Path:
         f"{table6_markdown(t3, frame, d.dataset, d.seeds[0])}\n"
     )
     seconds = paper_claims.compute_seconds(d.client, d.parent_id, d.dataset)
-    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds))
+    found = topk_full.overlaps(d.runs, d.rows, d.seeds)
+    if found and not all(o.differs for o in found):
+        log.warning("%s: GBDT-topK keeps every feature GBDT-Full uses on some seed", d.dataset)
+    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds),
+                                 topk_full.sentence(found) if found else None)
     (d.folder / "README.md").write_text(readme)
     return d.folder

@@ -67,7 +67,8 @@ def test_gisette_like_shape_and_values(gisette):
 def test_relevant_columns_carry_the_univariate_signal(make, gisette):
     data = gisette if make is gisette_like else epsilon_like(scale=0.1, feature_scale=0.25)
     X, y = data.X_train, data.y_train
-    irrelevant = np.setdiff1d(np.arange(X.shape[1]), data.relevant)
+    # pure noise: neither relevant nor a noisy copy of a relevant column
+    irrelevant = np.setdiff1d(np.flatnonzero(data.copy_of < 0), data.relevant)
     sample = np.random.default_rng(0).choice(irrelevant, 200, replace=False)
     gap_rel = _univariate_auc_gap(X[:, data.relevant], y)
     gap_irr = _univariate_auc_gap(X[:, sample], y)
@@ -94,6 +95,44 @@ def test_relevant_columns_suffice(make, kwargs):
     auc_all, auc_relevant = aucs
     assert auc_all > 0.6
     assert auc_relevant > auc_all - 0.02
+
+
+@pytest.mark.parametrize("make, kwargs, n_copies, bound", [
+    (gisette_like, dict(scale=0.1), 240, 0.4),
+    (epsilon_like, dict(scale=0.02), 240, 0.45),
+    (flight_like, dict(scale=0.1), 8, 0.3),
+])
+def test_copies_are_correlated_with_their_sources(make, kwargs, n_copies, bound, gisette):
+    data = gisette if make is gisette_like else make(**kwargs)
+    X = data.X_train.astype(np.float64)
+    copies = np.flatnonzero(data.copy_of >= 0)
+    assert data.copy_of.shape == (X.shape[1],) and data.copy_of.dtype == np.int64
+    assert len(copies) == n_copies and not set(copies) & set(data.relevant.tolist())
+
+    def corr(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        za, zb = ((X[:, c] - X[:, c].mean(0)) / X[:, c].std(0) for c in (a, b))
+        return (za * zb).mean(0)
+
+    assert corr(copies, data.copy_of[copies]).min() > bound
+    if make is not flight_like:   # copies of every relevant column; other columns are independent noise
+        assert set(data.copy_of[copies].tolist()) == set(data.relevant.tolist())
+        noise = np.setdiff1d(np.flatnonzero(data.copy_of < 0), data.relevant)[:200]
+        assert np.abs(corr(noise, np.full(len(noise), data.relevant[0]))).max() < bound / 2
+
+
+def test_copies_keep_the_marginals(gisette):
+    # a gisette copy takes the density of its source; an epsilon copy is Gaussian before the scaling
+    X = gisette.X_train
+    copies = np.flatnonzero(gisette.copy_of >= 0)
+    zeros = (X == 0).mean(0)
+    assert np.abs(zeros[copies] - zeros[gisette.copy_of[copies]]).max() < 0.05
+    eps = epsilon_like(scale=0.05)
+    sd = eps.X_train.std(0)
+    assert abs(np.median(sd[eps.copy_of >= 0]) / np.median(sd[eps.copy_of < 0]) - 1) < 0.02
+    assert eps.copy_of[eps.relevant].max() == -1
+    # narrow widths keep as many noise columns as relevant ones: 100 columns, one copy each; 60, none
+    assert (epsilon_like(scale=0.02, feature_scale=0.05).copy_of >= 0).sum() == 30
+    assert epsilon_like(scale=0.02, feature_scale=0.01).copy_of.max() == -1
 
 
 def test_epsilon_like_shape_and_rows():
@@ -185,7 +224,8 @@ def test_flight_frames_are_benchm_ml_columns():
 def test_flight_like_width_near_paper():
     data = flight_like(scale=0.25)
     assert data.X_train.shape == (25_000, 634) and data.X_test.shape == (25_000, 634)
-    assert len(data.relevant) == 9
+    # DepTime, the 12 months, the 7 weekdays, 3 carriers and 3 origins
+    assert len(data.relevant) == 26
 
 
 def test_flight_like_label_uses_its_relevant_columns():
@@ -194,11 +234,18 @@ def test_flight_like_label_uses_its_relevant_columns():
     late = X[:, names.index("DepTime")] >= 1800
     early = X[:, names.index("DepTime")] < 900
     assert y[late].mean() > y[early].mean() + 0.1
-    # Delay-rate shift of each one-hot level of the blocks the label uses (levels of >= 2 % of rows)
-    blocks = [j for j, n in enumerate(names) if n.startswith(("UniqueCarrier=", "Month=", "DayOfWeek="))]
-    shift = {j: abs(y[X[:, j] == 1].mean() - y[X[:, j] == 0].mean()) for j in blocks}
+    # Delay-rate shift of each carrier's one-hot level: the 3 with an effect shift it most
+    carriers = [j for j, n in enumerate(names) if n.startswith("UniqueCarrier=")]
+    shift = {j: abs(y[X[:, j] == 1].mean() - y[X[:, j] == 0].mean()) for j in carriers}
     relevant = set(data.relevant.tolist())
-    assert min(shift[j] for j in relevant if j in shift) > max(shift[j] for j in blocks if j not in relevant)
+    assert min(shift[j] for j in relevant if j in shift) > max(shift[j] for j in carriers if j not in relevant)
+
+    # months and weekdays follow cycles: their delay rates spread more than the days of the month's
+    def spread(prefix: str) -> float:
+        rates = [y[X[:, j] == 1].mean() for j, n in enumerate(names) if n.startswith(prefix)]
+        return max(rates) - min(rates)
+
+    assert min(spread("Month="), spread("DayOfWeek=")) > 1.5 * spread("DayofMonth=")
 
 
 def test_figure1():

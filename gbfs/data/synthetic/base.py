@@ -46,6 +46,10 @@ class SyntheticData:
         The category of each code, per categorical column.
     group_train, group_test : ndarray of int64 or None
         Ranking only (``task == "ranking"``): the sizes of the consecutive query groups.
+    copy_of : ndarray of int64 or None
+        Redundant columns: per column, the column it is a noisy copy of (correlated with it by
+        construction, not used by the label), -1 for a column that copies none; None when the
+        stand-in has no copies.
     """
 
     X_train: np.ndarray
@@ -62,6 +66,7 @@ class SyntheticData:
     categories: tuple[tuple[str, ...], ...] | None = None
     group_train: np.ndarray | None = None
     group_test: np.ndarray | None = None
+    copy_of: np.ndarray | None = None
 
 
 def check_positive(name: str, value: object) -> float:

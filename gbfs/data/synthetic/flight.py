@@ -16,6 +16,11 @@ CARRIERS = ("AA", "AQ", "AS", "B6", "CO", "DH", "DL", "EV", "F9", "FL", "HA", "H
 # 280 airports: the encoded width is 12 + 31 + 7 + 22 + 280 + 280 + 2 = 634, the paper's
 N_AIRPORTS = 280
 POSITIVE_RATE = 0.19
+# Each of the most frequent carriers has a hub among the busiest airports, from which this share
+# of its flights departs: the carrier's and the hub's one-hot columns are correlated (redundant)
+N_HUBS, HUB_SHARE = 8, 0.6
+# Delay log-odds over the year and the week: cosines of these amplitudes around a peak month / day
+SEASON_AMPLITUDE, WEEK_AMPLITUDE = 0.4, 0.3
 ROWS_PER_BLOCK = 1 << 16
 N_CALIBRATION = 100_000
 _LETTERS = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
@@ -37,18 +42,34 @@ class _FlightModel:
     carrier_p: np.ndarray
     carrier_effect: dict[str, float]
     origin_effect: dict[str, float]
-    month: int
-    weekday: int
+    hubs: dict[str, int]          # carrier -> index of its hub airport
+    month: int                    # the peak of the season
+    weekday: int                  # the peak of the week
     intercept: float = 0.0
 
+    def month_effect(self) -> dict[str, float]:
+        """The seasonal shift of each month's log-odds (every month's level carries some signal)."""
+        # peaking half a month after the start of ``month``, so that no month's shift is zero
+        return _cycle(SEASON_AMPLITUDE, self.month + 0.5, 12)
+
+    def weekday_effect(self) -> dict[str, float]:
+        """The weekly shift of each day's log-odds."""
+        return _cycle(WEEK_AMPLITUDE, self.weekday, 7)
+
     def logit(self, df: pd.DataFrame) -> np.ndarray:
-        """Log-odds of a delay: later departures, a few carriers/origins, one month and weekday."""
+        """Log-odds of a delay: later departures, a few carriers/origins, the season, one weekday."""
         minutes = (df["DepTime"].to_numpy() // 100) * 60 + df["DepTime"].to_numpy() % 100
         out = self.intercept + 3.0 * np.clip((minutes - 360) / 960.0, 0.0, 1.0)
         out = out + df["UniqueCarrier"].map(self.carrier_effect).fillna(0.0).to_numpy()
         out = out + df["Origin"].map(self.origin_effect).fillna(0.0).to_numpy()
-        out = out + 0.5 * (df["Month"] == f"c-{self.month}").to_numpy()
-        return out + 0.4 * (df["DayOfWeek"] == f"c-{self.weekday}").to_numpy()
+        out = out + df["Month"].map(self.month_effect()).to_numpy(np.float64)
+        return out + df["DayOfWeek"].map(self.weekday_effect()).to_numpy(np.float64)
+
+
+def _cycle(amplitude: float, peak: float, period: int) -> dict[str, float]:
+    """``amplitude * cos(2 pi (k - peak) / period)`` for the levels ``"c-1" .. "c-<period>"``."""
+    return {f"c-{k}": amplitude * float(np.cos(2 * np.pi * (k - peak) / period))
+            for k in range(1, period + 1)}
 
 
 def _make_model(rng: np.random.Generator) -> _FlightModel:
@@ -60,12 +81,15 @@ def _make_model(rng: np.random.Generator) -> _FlightModel:
     # Effects only on frequent levels, so that they show in samples of a few thousand rows
     top_carriers = np.array(CARRIERS)[np.argsort(-carrier_p)[:8]]
     carriers = rng.choice(top_carriers, 3, replace=False)
-    origins = rng.choice(airports[:10], 3, replace=False)
+    busiest = rng.permutation(12)
+    hubs = dict(zip(top_carriers[:N_HUBS].tolist(), busiest[:N_HUBS].tolist()))
+    # the origins with an effect are busy airports that are nobody's hub
+    origins = airports[rng.choice(busiest[N_HUBS:], 3, replace=False)]
     model = _FlightModel(
         airports=airports, airport_p=_zipf(N_AIRPORTS, 1.2, 5.0),
         coords=rng.uniform((0.0, 0.0), (2600.0, 1200.0), (N_AIRPORTS, 2)), carrier_p=carrier_p,
         carrier_effect=dict(zip(carriers, (0.8, 0.6, -0.7))),
-        origin_effect=dict(zip(origins, (0.7, 0.5, -0.6))),
+        origin_effect=dict(zip(origins, (0.7, 0.5, -0.6))), hubs=hubs,
         month=int(rng.integers(1, 13)), weekday=int(rng.integers(1, 8)))
     # Intercept set on a calibration sample so that about 19 % of flights are delayed
     base = model.logit(_features(rng, model, N_CALIBRATION))
@@ -89,7 +113,10 @@ def _features(rng: np.random.Generator, model: _FlightModel, rows: int) -> pd.Da
     dates = np.datetime64("2005-01-01") + rng.integers(0, 365, rows)
     month = dates.astype("datetime64[M]")
     weekday = (dates.astype(np.int64) + 3) % 7 + 1          # 1970-01-01 was a Thursday; Monday = 1
+    carrier = np.array(CARRIERS)[rng.choice(len(CARRIERS), rows, p=model.carrier_p)]
+    hub = pd.Series(carrier).map(model.hubs).fillna(-1).to_numpy(np.int64)
     origin = rng.choice(N_AIRPORTS, rows, p=model.airport_p)
+    origin = np.where((hub >= 0) & (rng.random(rows) < HUB_SHARE), hub, origin)
     dest = rng.choice(N_AIRPORTS, rows, p=model.airport_p)
     dest = np.where(dest == origin, (dest + 1) % N_AIRPORTS, dest)
     miles = np.linalg.norm(model.coords[origin] - model.coords[dest], axis=1) * rng.uniform(1.0, 1.15, rows)
@@ -98,7 +125,7 @@ def _features(rng: np.random.Generator, model: _FlightModel, rows: int) -> pd.Da
         "DayofMonth": _c((dates - month).astype(np.int64) + 1),
         "DayOfWeek": _c(weekday),
         "DepTime": _dep_time(rng, rows),
-        "UniqueCarrier": np.array(CARRIERS)[rng.choice(len(CARRIERS), rows, p=model.carrier_p)],
+        "UniqueCarrier": carrier,
         "Origin": model.airports[origin],
         "Dest": model.airports[dest],
         "Distance": np.maximum(np.rint(miles), 30).astype(np.int64),
@@ -122,9 +149,21 @@ def _frame(seq: np.random.SeedSequence, model: _FlightModel, n: int) -> pd.DataF
 
 
 def _relevant_names(model: _FlightModel) -> list[str]:
-    return (["DepTime", f"Month=c-{model.month}", f"DayOfWeek=c-{model.weekday}"]
+    return (["DepTime"] + [f"Month={m}" for m in model.month_effect()]
+            + [f"DayOfWeek={d}" for d in model.weekday_effect()]
             + [f"UniqueCarrier={c}" for c in model.carrier_effect]
             + [f"Origin={o}" for o in model.origin_effect])
+
+
+def _copy_of(model: _FlightModel, names: list[str]) -> np.ndarray:
+    """Each hub's origin column as a noisy copy of its carrier's column (where both are present)."""
+    index = {name: j for j, name in enumerate(names)}
+    out = np.full(len(names), -1, dtype=np.int64)
+    for carrier, hub in model.hubs.items():
+        source, copy = index.get(f"UniqueCarrier={carrier}"), index.get(f"Origin={model.airports[hub]}")
+        if source is not None and copy is not None:
+            out[copy] = source
+    return out
 
 
 def _generate(scale: float, random_state: int) -> tuple[_FlightModel, pd.DataFrame, pd.DataFrame]:
@@ -151,9 +190,12 @@ def flight_like(scale: float = 1.0, random_state: int = 0, categorical: bool = F
     Columns as in benchm-ml: Month, DayofMonth, DayOfWeek ("c-1", ...; from real 2005 dates),
     DepTime (hhmm, 1..2400), UniqueCarrier (22 codes), Origin and Dest (280 made-up airport
     codes with Zipf-like frequencies), Distance (miles between the airports) and
-    dep_delayed_15min (about 19 % "Y"). The delay log-odds rise with DepTime and shift for
-    3 carriers, 3 origins, one month and one weekday; ``relevant`` holds exactly those 9
-    encoded columns (fewer if a level is absent from a tiny sample). Encoded with
+    dep_delayed_15min (about 19 % "Y"). The delay log-odds rise with DepTime, follow a cosine
+    over the months and one over the weekdays, and shift for 3 carriers and 3 origins;
+    ``relevant`` holds exactly those 26 encoded columns (fewer if a level is absent from a tiny
+    sample). The 8 most frequent carriers each fly 60 % of their flights from a hub among the 12
+    busiest airports, so each hub's ``Origin`` column is a noisy copy of its carrier's column
+    (``copy_of``; the origins with an effect are no hubs). Encoded with
     :func:`gbfs.data.formats.encode_flight`, which keeps the levels present in train or test,
     so at small ``scale`` rare airports may be missing and the width below 634.
 
@@ -172,7 +214,7 @@ def flight_like(scale: float = 1.0, random_state: int = 0, categorical: bool = F
     -------
     SyntheticData
         ``task == "binary"``; names like ``"UniqueCarrier=AA"``, then ``"DepTime"``, ``"Distance"``
-        (with ``categorical``: the column names).
+        (with ``categorical``: the column names, and no ``copy_of``).
     """
     if not isinstance(categorical, bool):
         raise TypeError(f"categorical must be true or false, got {categorical!r}")
@@ -185,7 +227,8 @@ def flight_like(scale: float = 1.0, random_state: int = 0, categorical: bool = F
     X_train, y_train, X_test, y_test, names = encode_flight(train, test)
     index = {name: j for j, name in enumerate(names)}
     relevant = [index[name] for name in _relevant_names(model) if name in index]
-    return finish(X_train, y_train, X_test, y_test, names, np.array(relevant), "binary")
+    return finish(X_train, y_train, X_test, y_test, names, np.array(relevant), "binary",
+                  copy_of=_copy_of(model, names))
 
 
 def flight_like_categorical(scale: float = 1.0, random_state: int = 0) -> SyntheticData:

@@ -27,6 +27,7 @@ from .base import (
 from .flight import flight_frames, flight_like, flight_like_categorical
 from .multitask import multitask
 from .ranking import ranking_like
+from .redundancy import Copies, draw_copies, gaussian_copies, mixture_copies
 
 __all__ = ["GENERATORS", "PAPER_SHAPES", "SyntheticData", "epsilon_like", "figure1", "flight_frames",
            "flight_like", "gisette_like", "make_figure1_regression", "make_gbfs_figure1",
@@ -157,16 +158,20 @@ class _LabelModel:
         return (self.score(X[:, self.columns], rng) > self.threshold).astype(np.int64)
 
 
-def _fit_label_model(rng: np.random.Generator, n_features: int, nonlinear: Callable,
+def _relevant_columns(rng: np.random.Generator, n_features: int) -> np.ndarray:
+    """The ``N_RELEVANT`` columns the label depends on, at random positions (in role order)."""
+    return rng.choice(n_features, size=N_RELEVANT, replace=False).astype(np.int64)
+
+
+def _fit_label_model(rng: np.random.Generator, columns: np.ndarray, nonlinear: Callable,
                      draw_relevant: Callable[[np.random.Generator, np.ndarray, int], np.ndarray],
                      noise_ratio: float) -> _LabelModel:
-    """Pick the relevant columns and calibrate the label model on rows of those columns only.
+    """Calibrate the label model of the relevant ``columns`` on rows of those columns only.
 
     The standardisation and the median threshold come from a calibration sample of the
     model stream, not from the split itself, so labels do not depend on the split sizes;
     the median makes the classes balanced.
     """
-    columns = rng.choice(n_features, size=N_RELEVANT, replace=False).astype(np.int64)
     X_cal = draw_relevant(rng, columns, N_CALIBRATION)
     Z = X_cal.astype(np.float64)
     n_terms = N_LINEAR + N_NONLINEAR + N_PAIRED // 2
@@ -226,44 +231,63 @@ def gisette_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
     Values are integers 0..999 stored as float32, about 87 % zeros (each column's density
     uniform on [0.05, 0.21]). Balanced labels depend on 30 columns at random positions:
     16 linearly, 6 through their presence (``x > 0``) and 8 through 4 pairwise products.
+    Each of them has 8 noisy copies (``copy_of``; :mod:`gbfs.data.synthetic.redundancy`): a
+    copy's cell is its source's with probability rho in [0.6, 0.95], else its own draw of the
+    source's distribution, so its correlation with the source is about rho.
     """
     scale, seed = check_positive("scale", scale), check_seed(random_state)
     d = _n_features(5000, feature_scale)
     rng, train_seq, test_seq = streams(seed)
     density = rng.uniform(0.05, 0.21, d).astype(np.float32)
-    model = _fit_label_model(rng, d, lambda x: (x > 0).astype(np.float64),
+    columns = _relevant_columns(rng, d)
+    copies = draw_copies(rng, d, columns)
+    density[copies.columns] = density[copies.sources]
+    model = _fit_label_model(rng, columns, lambda x: (x > 0).astype(np.float64),
                              lambda r, cols, n: _gisette_cells(r, density[cols], n), noise_ratio=0.3)
-    return _binary_splits(model, lambda r, rows: _gisette_cells(r, density, rows), d,
-                          (n_rows(6000, scale), n_rows(1000, scale)), train_seq, test_seq)
+
+    def cells(r: np.random.Generator, rows: int) -> np.ndarray:
+        X = _gisette_cells(r, density, rows)
+        mixture_copies(X, copies, r)
+        return X
+    return _binary_splits(model, copies, cells, d, (n_rows(6000, scale), n_rows(1000, scale)),
+                          train_seq, test_seq)
 
 
-def _binary_splits(model, cells, d: int, sizes: tuple[int, int], train_seq, test_seq) -> SyntheticData:
+def _binary_splits(model, copies: Copies, cells, d: int, sizes: tuple[int, int], train_seq,
+                   test_seq) -> SyntheticData:
     """Train and test rows of a binary stand-in: ``cells(rng, rows)`` draws a block of features,
-    ``model`` labels it; features are named ``f0, f1, ...``."""
+    ``model`` labels it; features are named ``f0, f1, ...``, ``copies`` are recorded."""
     def block(r: np.random.Generator, rows: int) -> tuple[np.ndarray, np.ndarray]:
         X = cells(r, rows)
         return X, model.labels(X, r)
 
     X_train, y_train = draw_rows(sizes[0], d, train_seq, block, np.int64)
     X_test, y_test = draw_rows(sizes[1], d, test_seq, block, np.int64)
-    return finish(X_train, y_train, X_test, y_test, [f"f{j}" for j in range(d)], model.columns, "binary")
+    return finish(X_train, y_train, X_test, y_test, [f"f{j}" for j in range(d)], model.columns, "binary",
+                  copy_of=copies.copy_of(d))
 
 
-def _epsilon_relevant(rng: np.random.Generator, n_features: int, columns: np.ndarray,
+def _epsilon_relevant(rng: np.random.Generator, n_features: int, columns: np.ndarray, copies: Copies,
                       rows: int) -> np.ndarray:
     """Relevant columns of unit-norm Gaussian rows without drawing the other columns.
 
-    The squared norm of the other ``d - k`` coordinates is chi-square with ``d - k``
+    The copies of the relevant columns are drawn (they enter the norm); the squared norm of
+    the remaining ``d - k - copies`` independent coordinates is chi-square with that many
     degrees of freedom, so this has exactly the distribution of the full rows' columns.
     """
     g = rng.standard_normal((rows, len(columns)))
-    rest = rng.chisquare(n_features - len(columns), rows)
-    return g / np.sqrt((g * g).sum(1) + rest)[:, None]
+    position = {int(c): i for i, c in enumerate(columns)}
+    source = g[:, [position[int(s)] for s in copies.sources]]
+    rho = copies.rho
+    copied = rho * source + np.sqrt(1 - rho * rho) * rng.standard_normal(source.shape)
+    rest = rng.chisquare(n_features - len(columns) - len(copies.columns), rows)
+    return g / np.sqrt((g * g).sum(1) + (copied * copied).sum(1) + rest)[:, None]
 
 
-def _unit_rows(rng: np.random.Generator, rows: int, n_features: int) -> np.ndarray:
-    """Gaussian rows scaled to unit L2 norm, as Epsilon's rows are."""
+def _unit_rows(rng: np.random.Generator, rows: int, n_features: int, copies: Copies) -> np.ndarray:
+    """Gaussian rows (with the ``copies``) scaled to unit L2 norm, as Epsilon's rows are."""
     X = rng.standard_normal((rows, n_features), dtype=np.float32)
+    gaussian_copies(X, copies)
     X /= np.sqrt(np.einsum("ij,ij->i", X, X))[:, None]
     return X
 
@@ -274,15 +298,19 @@ def epsilon_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
 
     Features are Gaussian with every row scaled to unit L2 norm. Balanced labels depend on
     30 columns at random positions: 16 linearly, 6 through their square and 8 through 4
-    pairwise products. Rows are generated in float32 blocks straight into the output, so
-    the full size needs about 0.8 GB.
+    pairwise products. Each of them has 8 noisy copies (``copy_of``;
+    :mod:`gbfs.data.synthetic.redundancy`): ``rho * source + sqrt(1 - rho^2) * noise`` before
+    the rows are scaled, rho in [0.6, 0.95]. Rows are generated in float32 blocks straight into
+    the output, so the full size needs about 0.8 GB.
     """
     scale, seed = check_positive("scale", scale), check_seed(random_state)
     d = _n_features(2000, feature_scale)
     rng, train_seq, test_seq = streams(seed)
-    model = _fit_label_model(rng, d, np.square, lambda r, cols, n: _epsilon_relevant(r, d, cols, n),
-                             noise_ratio=0.5)
-    return _binary_splits(model, lambda r, rows: _unit_rows(r, rows, d), d,
+    columns = _relevant_columns(rng, d)
+    copies = draw_copies(rng, d, columns)
+    model = _fit_label_model(rng, columns, np.square,
+                             lambda r, cols, n: _epsilon_relevant(r, d, cols, copies, n), noise_ratio=0.5)
+    return _binary_splits(model, copies, lambda r, rows: _unit_rows(r, rows, d, copies), d,
                           (n_rows(80_000, scale), n_rows(20_000, scale)), train_seq, test_seq)
 
 
