@@ -271,6 +271,13 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
         wanted = sampler_seed(0, "gisette_like", r.data.tags["repro_row"])
         assert r.data.params["tune.sampler_seed"] == str(wanted), r.data.tags["repro_row"]
     assert "gisette: skipped" in capsys.readouterr().out
+    # the README says, seed by seed, how many of GBDT-Full's features GBDT-topK kept at its K
+    readme = (folder / "README.md").read_text()
+    assert "## GBDT-topK against GBDT-Full" in readme
+    for seed in ("0", "1"):
+        k = by[("gbdt_topk", seed)].data.tags["budget"]
+        m = int(by[("gbdt_full", seed)].data.metrics["n_selected_features"])
+        assert re.search(rf"seed {seed}: GBDT-topK \(K={k}\) keeps \d+ of GBDT-Full's {m} features", readme)
     # the second invocation reuses every finished unit: no new run but the tables rewritten
     (folder / "table3.md").unlink()
     _run(tmp_path, [*TINY_ROWS, *TINY_SCALE])
