@@ -247,6 +247,7 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
     assert {p.name for p in folder.iterdir()} == {
         "table3.md",
         "table3.csv",
+        "runs.csv",
         "table5.md",
         "table6.md",
         "figure2.png",
@@ -259,6 +260,11 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
     t3 = pd.read_csv(folder / "table3.csv")
     cited = {i for ids in t3.run_ids for i in ids.split()}
     assert cited == {r.info.run_id for r in finals}
+    # runs.csv: every cited run with its parameters exactly as logged (what a refit of a cell needs)
+    logged = pd.read_csv(folder / "runs.csv", dtype=str, keep_default_na=False).set_index("run_id")
+    assert set(logged.index) == cited
+    for r in finals:
+        assert logged.loc[r.info.run_id, "learning_rate"] == r.data.params["method.params.learning_rate"]
     # GBDT-topK's K at each seed is the largest count of the selectors at that seed
     by = {(r.data.tags["repro_row"], r.data.tags["seed"]): r for r in finals}
     for seed in ("0", "1"):
