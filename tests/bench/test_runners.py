@@ -1,6 +1,7 @@
 """The runners run end to end on tiny settings (the full benchmark is ``python -m runners.bench core``)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -58,6 +59,7 @@ def test_bench_data_small(tmp_path, capsys):
     assert data["gisette"]["shape_test"] == [50, 5000] and data["gisette"]["n_features"] == 5000
     assert data["epsilon"]["shape_test"][1] == 2000 and data["epsilon"]["shape_train"][0] == 64   # 80 % of 80
     assert data["flight"]["n_features"] > 500
+    assert {"command", "git_commit"} <= set(data)
     r = data["libsvm_readers"]
     assert r["rows"] == 400 and np.isfinite(r["ratio_vs_sklearn"]) and np.isfinite(r["ratio_vs_lightgbm"])
     printed = capsys.readouterr().out
@@ -75,3 +77,8 @@ def test_every_benchmark_module_is_a_suite_of_the_command():
     assert set(sub.choices) == {"categorical", "core", "cost", "dask", "data", "gtgbm", "load", "multiclass",
                                 "multitask", "ranking", "sampling", "scaling", "selection", "tiny", "utility"}
     assert all(callable(p.get_default("handler")) for p in sub.choices.values())
+
+
+def test_a_quick_run_writes_apart_from_the_committed_summary():
+    assert bench.default_out("cost") == Path("results/bench/cost.json")
+    assert bench.default_out("cost", quick=True) == Path("results/bench/quick/cost.json")
