@@ -353,6 +353,7 @@ def write_dataset(d: DatasetRuns) -> Path:
         f"{table6_markdown(t3, frame, d.dataset, d.seeds[0])}\n"
     )
     seconds = paper_claims.compute_seconds(d.client, d.parent_id, d.dataset)
-    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds))
+    twins = {r.name: r.tuned_as for r in d.rows if r.tuned_as}
+    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds), twins)
     (d.folder / "README.md").write_text(readme)
     return d.folder
