@@ -224,20 +224,13 @@ def split_rows(partition, start, end, col, threshold, missing_left, side, buffer
     """Stable in-place split of ``partition[start:end]`` by ``col[row] <= threshold`` (NaN by
     ``missing_left``); marks each row's side in ``side`` (1: left); returns the left child's size."""
     n_left = 0
-    n_right = 0
     for i in range(start, end):
         row = partition[i]
         x = col[row]
         go_left = missing_left if np.isnan(x) else x <= threshold
         side[row] = go_left
-        if go_left:
-            partition[start + n_left] = row
-            n_left += 1
-        else:
-            buffer[n_right] = row
-            n_right += 1
-    for k in range(n_right):
-        partition[start + n_left + k] = buffer[k]
+        n_left += go_left
+    _split_list(partition[start:end], side, buffer)
     return n_left
 
 
