@@ -19,7 +19,7 @@ from .usage import Usage
 
 
 def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(), callbacks=(),
-          model=None, search: FeatureSearch | None = None, sample_rng=None) -> BoostingResult:
+          model=None, search: FeatureSearch | None = None, sample_rng=None, X=None) -> BoostingResult:
     """Fit ``params.n_estimators`` trees.
 
     Parameters
@@ -37,13 +37,18 @@ def boost(X_binned, y, bin_mapper, params: BoostingParams, usage: Usage, evals=(
         The split search's feature restriction (the method's, e.g. GT-GBM's group tests).
     sample_rng : numpy Generator or None
         Source of the row sampler's draws.
+    X : ndarray of float or None
+        The raw training values: the exact split search (``params.growth.split_search="exact"``)
+        needs them, and its ``evals`` then hold raw values too.
     """
     if params.loss.trees_per_round > 1:  # one tree per class per round: gbfs.booster.multiclass_boosting
         return boost_softmax(X_binned, y, bin_mapper, params, usage, evals, callbacks, model, search,
                              sample_rng)
-    step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng)
-    plan = SingleTask(step, usage, [Evaluator(name, Xb, yv, step.init_score, loss_for(params, *extra))
-                                    for name, Xb, yv, *extra in evals], params.train_metrics)
+    step = TreeStep(X_binned, y, bin_mapper, params, search, sample_rng, X=X)
+    exact = params.growth.split_search == "exact"
+    plan = SingleTask(step, usage, [Evaluator(name, Xv, yv, step.init_score, loss_for(params, *extra),
+                                              raw_values=exact)
+                                    for name, Xv, yv, *extra in evals], params.train_metrics)
     (trees,), history, best_iteration = run_rounds(plan, params, callbacks, model)
     return BoostingResult(trees, step.init_score, history, best_iteration)
 

@@ -97,13 +97,18 @@ class Evaluator:
     the costlier ones or all."""
 
     def __init__(self, name: str, X_binned: np.ndarray, y: np.ndarray, init_score: float, loss,
-                 metrics: str = "all"):
+                 metrics: str = "all", raw_values: bool = False):
         self.name, self.X_binned, self.y = name, X_binned, y
         self.loss, self.metrics = loss, metrics
         self.raw = np.full(y.shape[0], init_score, dtype=np.float64)
+        # the exact split search's trees have raw thresholds only: its data sets stay raw values
+        self._raw_values = raw_values
 
     def add_tree(self, tree: Tree) -> None:
-        PackedEnsemble([tree]).predict_binned(self.X_binned, self.raw)
+        if self._raw_values:
+            PackedEnsemble([tree]).predict_raw(self.X_binned, self.raw)
+        else:
+            PackedEnsemble([tree]).predict_binned(self.X_binned, self.raw)
 
     def record(self, rec: dict) -> None:
         if not records(self.metrics, "loss"):

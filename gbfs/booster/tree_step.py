@@ -16,13 +16,14 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .growing import make_grower
 from .growing.feature_search import FeatureSearch
 from .growing.grower import TreeGrower
 from .kernels._types import MAX_TARGET_SCALE
 from .kernels.portable import dot, total
 from .losses.loss import loss_for
 from .normaliser import HESSIAN_FLOOR, root_sse, sum_g2_over_h, tree_normaliser, weighted_newton_sums
-from .tree import PackedEnsemble, Tree
+from .tree import Tree
 from .usage import Usage
 
 
@@ -44,12 +45,14 @@ class TreeStep:
         gives each class its view of the softmax, :class:`gbfs.booster.losses.softmax.ClassGradient`).
     grower : TreeGrower or None
         A grower shared with other steps on the same rows (its ``search`` is then this step's);
-        None: a new one.
+        None: a new one, of ``params.growth.split_search`` (:data:`gbfs.booster.growing.GROWERS`).
+    X : ndarray of float or None
+        The raw training values, which the exact split search (``split_search="exact"``) needs.
     """
 
     def __init__(self, X_binned: np.ndarray, y: np.ndarray, bin_mapper, params,
                  search: FeatureSearch | None = None, sample_rng: np.random.Generator | None = None,
-                 loss=None, grower: TreeGrower | None = None):
+                 loss=None, grower: TreeGrower | None = None, X: np.ndarray | None = None):
         self.X_binned, self.y, self.params, self.sample_rng = X_binned, y, params, sample_rng
         self.loss = loss_for(params) if loss is None else loss
         n = y.shape[0]
@@ -60,13 +63,14 @@ class TreeStep:
         self._ones = np.ones(n, dtype=np.float64)
         self._rows = np.arange(n, dtype=np.int32)
         if grower is None:
-            grower = TreeGrower(X_binned, bin_mapper, params.growth, search)
+            grower = make_grower(X_binned, X, bin_mapper, params.growth, search)
         self.grower = grower
         search = grower.search
         # a small sample is grown on a compact copy of its rows, unless the search reads per-row
         # data of the full matrix by row id (group tests read the precomputed prefix sums)
         # (or the grower's row-wise index of sparse features, which is by row id too)
-        self._sampled = (_SampleBuffers(n, compact=not (search.reads_rows or self.grower.sparse is not None))
+        self._sampled = (_SampleBuffers(n, compact=grower.compacts and not (search.reads_rows
+                                                                           or grower.sparse is not None))
                          if params.sampler is not None else None)
         self.score_bound = abs(self.init_score)  # bounds |score| of every row the model predicts
 
@@ -116,7 +120,7 @@ class TreeStep:
         if sampled is None:
             add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, self.raw)
         else:                    # rows outside the sample are scored by the tree too
-            PackedEnsemble([tree]).predict_binned(X_binned, self.raw)
+            self.grower.add_scores(tree, self.raw, X_binned)
         stats = {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": tree.n_leaves}
         if sampled is not None:
             stats["n_rows_sampled"] = int(tree_rows.shape[0])

@@ -84,7 +84,7 @@ def refit_params(params: BoostingParams) -> BoostingParams:
 
 
 def refit(X_binned: np.ndarray, y: np.ndarray, bin_mapper, columns: np.ndarray, params: BoostingParams,
-          evals=(), callbacks=(), model=None, sample_rng=None) -> BoostingResult:
+          evals=(), callbacks=(), model=None, sample_rng=None, X: np.ndarray | None = None) -> BoostingResult:
     """Grow an unpenalised booster on ``columns`` of ``X_binned``; trees index the original features.
 
     Parameters
@@ -97,7 +97,9 @@ def refit(X_binned: np.ndarray, y: np.ndarray, bin_mapper, columns: np.ndarray, 
     params : BoostingParams
         The selection fit's settings; :func:`refit_params` derives the refit's.
     evals : sequence of (name, X_binned, y)
-        Eval sets binned on all columns (early stopping and ``history_``).
+        Eval sets binned on all columns (early stopping and ``history_``); raw values with ``X``.
+    X : ndarray of float or None
+        The raw training values of all columns (the exact split search's).
     """
     columns = np.asarray(columns, dtype=np.int64)
 
@@ -106,7 +108,8 @@ def refit(X_binned: np.ndarray, y: np.ndarray, bin_mapper, columns: np.ndarray, 
 
     evals = [(name, sub(Xb), yv, *extra) for name, Xb, yv, *extra in evals]   # ranking: + query offsets
     result = boost(sub(X_binned), y, bin_mapper.subset(columns), refit_params(params),
-                   FeatureUsage(columns.shape[0], 0.0), evals, callbacks, model=model, sample_rng=sample_rng)
+                   FeatureUsage(columns.shape[0], 0.0), evals, callbacks, model=model, sample_rng=sample_rng,
+                   X=None if X is None else sub(X))
     for t in result.trees:
         inner = t.feature >= 0
         t.feature[inner] = columns[t.feature[inner]].astype(t.feature.dtype)

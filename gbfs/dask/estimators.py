@@ -51,6 +51,8 @@ def _refuse(est, params) -> None:
     """What a fit on Dask does not do yet, refused before any work (each names its parameter)."""
     if params.method.group_tests:
         raise ValueError("method='gtgbm' is not supported on Dask: use 'agbm', 'gbfs' or 'topk'")
+    if params.growth.split_search != "histogram":
+        raise ValueError("split_search='exact' is not supported on Dask: use 'histogram'")
     if params.sampler is not None and params.sampler.kind == "goss":
         raise ValueError("sampler='goss' is not supported on Dask (its top rows over all rows are not "
                          "found across partitions): use 'sgb', 'mvs', 'mvs_adaptive' or None")

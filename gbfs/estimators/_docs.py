@@ -78,6 +78,13 @@ PARAM_DOC = """
         A split must gain more than this (in the criterion's unpenalised gain units, before any
         normalisation or penalty), LightGBM's ``min_split_gain``; 0: any gain above roundoff (a
         ten-billionth of the tree's largest possible gain, so a pure node is never split).
+    split_search : {"histogram", "exact"}, default="histogram"
+        How a node's best split is found. ``"histogram"``: over the ``max_bins`` bins of each feature
+        (LightGBM's way, and the fast one). ``"exact"``: over every cut between two distinct raw
+        values, by sorting, as XGBoost's ``tree_method="exact"`` and the papers' CART search (the
+        cost model of the GT-GBM paper, Table 1): presorted lists for a search over every feature,
+        a sort per node for GT-GBM's few features.  Dense numeric input only, one tree per round
+        (no multiclass, multitask or Dask fits); memory about ``12 * n_rows * n_features`` bytes.
     max_bins : int, default=255
         Value bins per feature (NaN has an extra bin).
     min_data_in_bin : int, default=3

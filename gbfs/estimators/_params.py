@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .. import validation as V
+from ..booster.growing import GROWERS
 from ..booster.growing.grower import GrowthParams
 from ..booster.kernels._types import MAX_BINS
 from ..booster.losses.loss import LOSSES
@@ -89,10 +90,11 @@ CONSTRAINTS = {
     "max_cat_to_onehot": Int(1),
     "max_bins": Int(2, high=MAX_BINS), "bin_subsample": Int(1000, none=True), "min_data_in_bin": Int(1),
     "early_stopping_rounds": Int(1, none=True), "n_threads": Int(1, none=True),
-    "train_metrics": Choice(TRAIN_METRICS),
+    "train_metrics": Choice(TRAIN_METRICS), "split_search": Choice(tuple(GROWERS)),
 }
 #: parameters a subclass may lack, with the value that stands for them
-ABSENT = {"leaf_count": "auto", "min_split_gain": 0.0, "min_data_in_bin": 1, "train_metrics": "all"}
+ABSENT = {"leaf_count": "auto", "min_split_gain": 0.0, "min_data_in_bin": 1, "train_metrics": "all",
+          "split_search": "histogram"}
 
 
 def _checked(est) -> dict:
@@ -139,10 +141,12 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         max_depth=v["max_depth"], max_leaves=v["max_leaves"], min_samples_leaf=v["min_samples_leaf"],
         leaf_count=v["leaf_count"], min_node_fraction=v["min_node_fraction"],
         min_child_weight=v["min_child_weight"], min_split_gain=v["min_split_gain"],
-        reg_lambda=v["reg_lambda"],
+        reg_lambda=v["reg_lambda"], split_search=v["split_search"],
         cat_settings=tuple(v[k] for k in ("cat_smooth", "cat_l2", "max_cat_threshold", "min_data_per_group",
                                           "max_cat_to_onehot")),
     )
+    loss = loss_of(est._loss, V.check_int("eval_at", getattr(est, "eval_at", 10), 1))
+    _exact_params(v, loss)
     try:
         check_random_state(est.random_state)
     except ValueError as e:
@@ -152,7 +156,7 @@ def check_params(est, warn: bool = True) -> BoostingParams:
     sampler = sampling.from_params(est.sampler, est.subsample, est.top_rate, est.other_rate,
                                    est.mvs_lambda, est.goss_style, learning_rate, warn=warn)
     return BoostingParams(
-        loss=loss_of(est._loss, V.check_int("eval_at", getattr(est, "eval_at", 10), 1)),
+        loss=loss,
         method=METHODS[method], sampler=sampler,
         n_estimators=V.check_int("n_estimators", est.n_estimators, 1),
         learning_rate=learning_rate,
@@ -162,6 +166,22 @@ def check_params(est, warn: bool = True) -> BoostingParams:
         stop_when_full=bool(est.refit) and not METHODS[method].ranks,
         selection_patience=None if METHODS[method].ranks else est.selection_patience,
         train_metrics=v["train_metrics"])
+
+#: the exact split search's refusal of multiclass fits (here and once the classes are known)
+EXACT_ONE_TREE = ("split_search='exact' grows one tree per round: multiclass (softmax) boosting needs "
+                  "split_search='histogram'")
+
+
+def _exact_params(v: dict, loss) -> None:
+    """What the exact split search does not do: it counts rows exactly and grows one tree per round."""
+    if v["split_search"] != "exact":
+        return
+    if v["leaf_count"] == "hessian":
+        raise ValueError("leaf_count='hessian' does not apply to split_search='exact' (it counts a "
+                         "child's rows exactly): use 'auto' or 'rows'")
+    if getattr(loss, "trees_per_round", 1) > 1:
+        raise ValueError(EXACT_ONE_TREE)
+
 
 def _selection_params(est, method) -> None:
     V.check_int("max_features", est.max_features, 1, allow_none=True)

@@ -25,7 +25,7 @@ from ..criteria import group_testing
 from ..criteria.methods import METHODS
 from ..criteria.penalty import FeatureUsage
 from ..criteria.refit import refit, top_k
-from ._params import numba_threads
+from ._params import EXACT_ONE_TREE, numba_threads
 
 
 @dataclasses.dataclass
@@ -46,6 +46,8 @@ class Prepared:
     timings: dict
     query: np.ndarray | None = None  # ranking: the training rows' query offsets
     target: dict = dataclasses.field(default_factory=dict)  # the loss's fields (multiclass: softmax)
+    # the raw training values, kept for the exact split search (its evals are raw values too)
+    X: np.ndarray | None = None
 
 
 def check_data(est, X, y, callbacks):
@@ -104,10 +106,13 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
     costs, bags, callbacks = check_selection(est, d, evals, callbacks)
     pl = est._group_test_plan(*X.shape) if params.method.group_tests else None
     seed = fit_seed(est)
+    exact = params.growth.split_search == "exact"
+    if exact:
+        check_exact_input(est, X, evals)
     with numba_threads(est.n_threads):
         t0 = time.perf_counter()
         bin_mapper, X_binned = bin_train(est, X, seed)
-        named = [("val" if k == 0 else f"val{k}", bin_mapper.transform(Xv), yv, *extra)
+        named = [("val" if k == 0 else f"val{k}", Xv if exact else bin_mapper.transform(Xv), yv, *extra)
                  for k, (Xv, yv, *extra) in enumerate(evals)]
         t1 = time.perf_counter()
         tester = None
@@ -120,7 +125,21 @@ def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:
                                             "categorical_features_", "categories_") if hasattr(est, k)}
     return Prepared(X_binned, y, named, bin_mapper, costs, bags, tester, pl, seed, callbacks, inputs,
                      {"binning_seconds": t1 - t0, "precompute_seconds": t2 - t1},
-                     est._query(X.shape[0]), est._target_params())
+                     est._query(X.shape[0]), est._target_params(), np.asfortranarray(X) if exact else None)
+
+
+def check_exact_input(est, X, evals) -> None:
+    """``split_search="exact"`` searches dense numeric values: no sparse matrix, no categorical
+    column (refused, naming the argument, before any work)."""
+    for name, M in [("X", X)] + [(f"eval_set[{k}]", e[0]) for k, e in enumerate(evals)]:
+        if not isinstance(M, np.ndarray):
+            raise ValueError(f"{name}: split_search='exact' needs a dense array (got "
+                             f"{type(M).__name__}); use split_search='histogram' for sparse input")
+    if getattr(est._target_params().get("loss"), "trees_per_round", 1) > 1:
+        raise ValueError(EXACT_ONE_TREE)
+    if len(getattr(est, "categorical_features_", ())):
+        raise ValueError("split_search='exact' does not search categorical features; encode them or use "
+                         "split_search='histogram'")
 
 
 @dataclasses.dataclass
@@ -159,7 +178,8 @@ def fit_prepared(est, prep: Prepared, selection=None, selection_history=None) ->
                 raise ValueError("selection must hold at least one feature")
             if selection.size:  # nothing selected: the selection fit's constant model stays
                 result = refit(prep.X_binned, prep.y, prep.bin_mapper, selection, params, prep.evals,
-                               prep.callbacks, model=est, sample_rng=np.random.default_rng([seed, 4]))
+                               prep.callbacks, model=est, sample_rng=np.random.default_rng([seed, 4]),
+                               X=prep.X)
         t4 = time.perf_counter()
     timings = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
                "binned_bytes": int(prep.X_binned.nbytes),
@@ -186,5 +206,5 @@ def select(est, prep: Prepared, params=None, plain: bool = False):
         prep.tester, params.group_test_scope, params.group_test_rows, rng)
     with numba_threads(est.n_threads):
         result = boost(prep.X_binned, prep.y, prep.bin_mapper, params, usage, prep.evals, prep.callbacks,
-                       model=est, search=search, sample_rng=np.random.default_rng([prep.seed, 3]))
+                       model=est, search=search, sample_rng=np.random.default_rng([prep.seed, 3]), X=prep.X)
     return result, usage

@@ -73,6 +73,8 @@ class _MultitaskBase(BaseGBFS):
         if method.max_mu is not None and float(self.mu) + mu_task > method.max_mu:
             raise ValueError(f"mu + mu_task must be at most {method.max_mu:g} for method={method.name!r} "
                              f"(normalised gains are at most 1), got {self.mu!r} + {self.mu_task!r}")
+        if params.growth.split_search != "histogram":
+            raise ValueError("split_search='exact' does not apply to multitask boosting: use 'histogram'")
         if method.ranks:
             raise ValueError(f"method={method.name!r} does not apply to multitask boosting; use "
                              f"one of {[m for m, k in METHODS.items() if not k.ranks]}")

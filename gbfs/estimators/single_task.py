@@ -39,7 +39,7 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
                  min_samples_leaf=20, leaf_count="auto", min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
-                 min_data_in_bin=3, min_split_gain=0.0,
+                 min_data_in_bin=3, min_split_gain=0.0, split_search="histogram",
                  bin_subsample=200_000, early_stopping_rounds=None, n_target_features=None,
                  delta=0.1, n_subsets=None, subset_size=None, group_test_scope="tree",
                  group_test_rows=None, max_precompute_bytes=DEFAULT_MAX_PRECOMPUTE_BYTES, sampler=None,
@@ -68,6 +68,7 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
         self.reg_lambda = reg_lambda
         self.min_child_weight = min_child_weight
         self.min_split_gain = min_split_gain
+        self.split_search = split_search
         self.max_bins = max_bins
         self.min_data_in_bin = min_data_in_bin
         self.bin_subsample = bin_subsample

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import pkgutil
 import sys
+from pathlib import Path
 
 from runners.tracking.runs import git_commit
 
@@ -33,6 +34,13 @@ def suites() -> list:
 def provenance() -> dict[str, str]:
     """What made a benchmark's results: its command line and the checkout's commit."""
     return {"command": " ".join(["python -m runners.bench", *sys.argv[1:]]), "git_commit": git_commit()}
+
+
+def default_out(name: str, quick: bool = False) -> Path:
+    """Where suite ``name`` writes its JSON summary unless ``--out`` says: ``results/bench/<name>.json``,
+    which is committed (the documentation quotes it); a ``--quick`` smoke run writes
+    ``results/bench/quick/<name>.json`` (git-ignored), so it never replaces a measured summary."""
+    return Path("results/bench") / ("quick" if quick else "") / f"{name}.json"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,6 +45,7 @@ from gbfs import GBFSClassifier
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.data.formats import FLIGHT_LABEL, encode_flight
 from gbfs.data.synthetic.flight import flight_frames
+from runners.bench import provenance
 
 CATEGORICAL = ("Month", "DayofMonth", "DayOfWeek", "UniqueCarrier", "Origin", "Dest")
 TARGETS = {"auc_gap_pt": 0.5}
@@ -121,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
           f"{'MET' if verdict['met'] else 'NOT MET'}; per-tree time ratio {verdict['per_tree_ratio']:.2f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "verdict": verdict, "row_scale": args.row_scale,
-                                    "trees": args.trees, "mu": args.mu}, indent=2))
+                                    "trees": args.trees, "mu": args.mu, **provenance()}, indent=2))
     print(f"wrote {args.out}")
     return 0
 

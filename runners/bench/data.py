@@ -29,6 +29,7 @@ from gbfs.data.fetching.manifest import REPO_DATASETS
 from gbfs.data.formats import read_libsvm_bz2, read_libsvm_rows
 from gbfs.data.synthetic.flight import flight_frames
 from gbfs.data.synthetic.generators import GENERATORS
+from runners.bench import provenance
 
 
 def _timed(fn):
@@ -147,7 +148,7 @@ def run(args) -> int:
                                       for name in ("gisette_like", "epsilon_like", "flight_like")}
     print_summary(rows, args)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(rows, indent=2))
+    args.out.write_text(json.dumps({**rows, **provenance()}, indent=2))
     print(f"\nwrote {args.out}")
     return 0
 

@@ -16,6 +16,10 @@ and prints GT-GBM's speed-up over A-GBM next to the operation-count model
 ``d / (2 p log2(d / s))`` (A-GBM scans d features per node; GT-GBM tests two
 pseudo-features per level of log2(d/s) levels for each of its p subsets), and its
 precompute time relative to one A-GBM tree.
+
+``--searches histogram exact`` runs A-GBM and GT-GBM both ways: with the histogram split search
+(ours) and with the exact, sort-based one (``split_search="exact"``), the paper's cost model, where
+A-GBM keeps every feature's sorted rows and GT-GBM sorts only the features it scans.
 """
 
 from __future__ import annotations
@@ -84,14 +88,15 @@ def _lightgbm(Xtr, ytr, Xte, yte, n_trees, threads, coupled_penalty=None) -> dic
 
 def bench_shape(name: str, n: int, d: int, n_trees: int, threads: int, n_test: int,
                 s_values=S_VALUES, scopes=("node", "tree", "tree+rows"),
-                group_test_rows: int = 10000, mu: float = MU) -> dict:
+                group_test_rows: int = 10000, mu: float = MU, split_search: str = "histogram") -> dict:
     X, y, informative = make_sparse_classification(n + n_test, d, n_informative=20, noise=0.5,
                                                    random_state=1)
     Xtr, ytr, Xte, yte = X[:n], y[:n], X[n:], y[n:]
     del X
-    base = paper_params(n_trees, threads, mu)
-    out = {"shape": name, "n_train": n, "n_features": d, "n_test": n_test, "n_trees": n_trees,
-           "threads": threads, "mu": mu, "agbm": _fit(Xtr, ytr, Xte, yte, **base), "gtgbm": []}
+    base = {**paper_params(n_trees, threads, mu), "split_search": split_search}
+    out = {"shape": name, "split_search": split_search, "n_train": n, "n_features": d, "n_test": n_test,
+           "n_trees": n_trees, "threads": threads, "mu": mu, "agbm": _fit(Xtr, ytr, Xte, yte, **base),
+           "gtgbm": []}
     agbm = out["agbm"]
     for scope in scopes:
         if scope == "tree+rows" and n <= group_test_rows:
@@ -106,7 +111,9 @@ def bench_shape(name: str, n: int, d: int, n_trees: int, threads: int, n_test: i
                      auc_gap_pt=100 * (r["auc"] - agbm["auc"]),
                      precompute_trees=r["precompute_s"] / agbm["per_tree_s"])
             out["gtgbm"].append(r)
-            print(json.dumps({"shape": name, **r}), flush=True)
+            print(json.dumps({"shape": name, "split_search": split_search, **r}), flush=True)
+    if split_search != "histogram":
+        return out  # LightGBM's side is the histogram search's
     out["lgb"] = _lightgbm(Xtr, ytr, Xte, yte, n_trees, threads)
     # A-GBM keeps a split on a new feature when gain_sse / SSE_root > mu; at the first tree
     # SSE_root = n p (1 - p) ~ n / 4 and LightGBM's Newton gain is ~4x the SSE gain (hessians
@@ -124,24 +131,27 @@ def print_table(rows: list[dict]) -> None:
     mus = sorted({r["mu"] for r in rows})
     print(f"\n== GT-GBM vs A-GBM vs LightGBM (SSE gain, depth 5 / 32 leaves, lr 0.1, mu = "
           f"{', '.join(map(str, mus))}) ==")
-    head = ["shape", "method", "scope", "s", "p", "m", "pre s", "pre/tree", "ms/tree", "speedup",
+    head = ["shape", "search", "method", "scope", "s", "p", "m", "pre s", "pre/tree", "ms/tree", "speedup",
             "model", "fit s", "fit x", "AUC", "gap pt", "#feat"]
-    widths = [8, 10, 9, 3, 4, 5, 7, 8, 9, 7, 6, 7, 6, 7, 7, 6]
+    widths = [8, 9, 10, 9, 3, 4, 5, 7, 8, 9, 7, 6, 7, 6, 7, 7, 6]
     print(_row(head, widths))
     for r in rows:
-        a = r["agbm"]
-        print(_row([r["shape"], "A-GBM", "-", "-", "-", "-", "-", "-", f"{1e3 * a['per_tree_s']:.1f}",
+        a, search = r["agbm"], r.get("split_search", "histogram")
+        print(_row([r["shape"], search, "A-GBM", "-", "-", "-", "-", "-", "-", f"{1e3 * a['per_tree_s']:.1f}",
                     "1.00", "1.00", f"{a['fit_s']:.2f}", "1.00", f"{a['auc']:.4f}", "+0.00",
                     a["n_features"]], widths))
         for g in r["gtgbm"]:
-            print(_row([r["shape"], "GT-GBM", g["scope"], g["s"], g["n_subsets"], g["subset_size"],
+            print(_row([r["shape"], search, "GT-GBM", g["scope"], g["s"], g["n_subsets"], g["subset_size"],
                         f"{g['precompute_s']:.2f}", f"{g['precompute_trees']:.2f}",
                         f"{1e3 * g['per_tree_s']:.1f}", f"{g['speedup']:.2f}", f"{g['model']:.2f}",
                         f"{g['fit_s']:.2f}", f"{g['fit_speedup']:.2f}", f"{g['auc']:.4f}",
                         f"{g['auc_gap_pt']:+.2f}", g["n_features"]], widths))
         for key, label in (("lgb", "LightGBM"), ("lgb_cegb", "LGB-CEGB")):
+            if key not in r:
+                continue
             lg = r[key]
-            print(_row([r["shape"], label, "-", "-", "-", "-", "-", "-", f"{1e3 * lg['per_tree_s']:.1f}",
+            print(_row([r["shape"], search, label, "-", "-", "-", "-", "-", "-",
+                        f"{1e3 * lg['per_tree_s']:.1f}",
                         f"{a['per_tree_s'] / lg['per_tree_s']:.2f}", "-", "-", "-", f"{lg['auc']:.4f}",
                         f"{100 * (lg['auc'] - a['auc']):+.2f}", lg["n_features"]], widths))
     t = TARGETS
@@ -151,6 +161,9 @@ def print_table(rows: list[dict]) -> None:
           f">= {t['speedup_epsilon']}x at epsilon, |AUC gap| <= {t['auc_gap_pt']} pt, precompute <= "
           f"{t['precompute_trees']} A-GBM trees")
     for r in rows:
+        if r.get("split_search", "histogram") != "histogram":
+            _print_cost_model(r)
+            continue
         target = t.get(f"speedup_{r['shape']}")
         if target is None:
             continue
@@ -183,6 +196,15 @@ def _print_default(row: dict, target: float, fit_target: float | None = None) ->
                   f"{g['fit_speedup']:.2f}x  {'MET' if ok else 'NOT MET'} (>= {fit_target}x)")
 
 
+def _print_cost_model(row: dict) -> None:
+    """GT-GBM's speed-up over A-GBM with the exact split search (the paper's Figure 2: about 10x at
+    Gisette, 100x at Epsilon), per tree and over a whole fit, for each scope and s."""
+    for g in row["gtgbm"]:
+        print(f"  {row['shape']}, exact search (the paper's cost model): GT-GBM {g['scope']} scope s = "
+              f"{g['s']}: {g['speedup']:.2f}x A-GBM per tree, {g['fit_speedup']:.2f}x over a whole fit, AUC "
+              f"{g['auc_gap_pt']:+.2f} pt")
+
+
 def run(args) -> int:
     from runners.bench.matched import warm_up
 
@@ -193,9 +215,10 @@ def run(args) -> int:
     for name in args.shapes:
         n, d = PAPER_SHAPES[name]
         n = max(400, int(n * args.row_scale))
-        rows.append(bench_shape(name, n, d, args.trees, args.threads, n_test=min(max(n // 4, 200), 20000),
-                                s_values=tuple(args.s), scopes=tuple(args.scopes),
-                                group_test_rows=args.group_test_rows, mu=args.mu))
+        for search in args.searches:
+            rows.append(bench_shape(name, n, d, args.trees, args.threads, n_test=min(max(n // 4, 200), 20000),
+                                    s_values=tuple(args.s), scopes=tuple(args.scopes),
+                                    group_test_rows=args.group_test_rows, mu=args.mu, split_search=search))
     print_table(rows)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "targets": TARGETS, **provenance()}, indent=2))
@@ -212,6 +235,8 @@ def add_parser(sub) -> None:
                    help="tree+rows: tree scope with group tests on --group-test-rows sampled rows")
     p.add_argument("--group-test-rows", type=int, default=10000)
     p.add_argument("--mu", type=float, default=MU, help="penalty of A-GBM and GT-GBM (LightGBM CEGB: mu * n)")
+    p.add_argument("--searches", nargs="+", default=["histogram"], choices=["histogram", "exact"],
+                   help="split searches to run A-GBM and GT-GBM with (exact: the paper's cost model)")
     p.add_argument("--trees", type=int, default=30)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--row-scale", type=float, default=1.0)

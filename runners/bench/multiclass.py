@@ -35,6 +35,7 @@ from sklearn.metrics import accuracy_score, log_loss, roc_auc_score
 from sklearn.model_selection import train_test_split
 
 from gbfs import GBFSClassifier
+from runners.bench import provenance
 from runners.bench.matched import Matched
 from runners.bench.selection import data as bench_selection_data
 
@@ -139,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name} {metric}: ours - LightGBM {g['gap_pt']:+.2f} pt (sd {g['std_pt']:.2f}): {verdict}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"results": results, "verdicts": checks, "targets": TARGETS,
-                                    "trees": args.trees, "mu": args.mu}, indent=2))
+                                    "trees": args.trees, "mu": args.mu, **provenance()}, indent=2))
     print(f"wrote {args.out}")
     return 0
 

@@ -55,6 +55,7 @@ from gbfs.baselines.multitask import IndependentTasks, PooledTasks
 from gbfs.booster.losses.metrics import average_precision, roc_auc, task_weighted
 from gbfs.data.synthetic.multitask import multitask
 from gbfs.estimators.multitask import GBFSMultitaskClassifier
+from runners.bench import provenance
 
 TARGETS = {"speed_ratio": 1.1, "recall": 0.9, "spurious": 0.1}
 VARIANTS = ("Multitask", "GroupSparse", "SingleTask", "Independent")
@@ -362,7 +363,7 @@ def run(args) -> int:
     lines = verdicts(res)
     print("\n" + "\n".join(lines))
     res["verdicts"] = lines
-    (out / "bench.json").write_text(json.dumps(res, indent=2, default=_json))
+    (out / "bench.json").write_text(json.dumps({**res, **provenance()}, indent=2, default=_json))
     print(f"\nwrote {out / 'bench.json'} and the figures in {out}")
     return 0
 

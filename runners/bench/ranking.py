@@ -34,6 +34,7 @@ from gbfs.booster.losses.ranking import group_offsets, mrr, ndcg_at
 from gbfs.data import load_dataset
 from gbfs.data.reading import ranking_files
 from gbfs.estimators.ranker import GBFSRanker
+from runners.bench import provenance
 from runners.bench.matched import Matched
 
 TARGETS = {"gap_pt": 0.5, "kept_share": 0.95, "feature_share": 0.20}
@@ -110,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name}: {detail}: {'MET' if v['met'] else 'NOT MET'}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "verdicts": checks, "targets": TARGETS,
-                                    "shape": list(ds.X_train.shape), "trees": args.trees}, indent=2))
+                                    "shape": list(ds.X_train.shape), "trees": args.trees,
+                                    **provenance()}, indent=2))
     print(f"wrote {args.out}")
     return 0
 

@@ -60,6 +60,7 @@ from joblib import Parallel, delayed
 
 from gbfs import GBFSClassifier, GBFSRegressor, feature_utility
 from gbfs.booster.losses.loss import LogisticLoss
+from runners.bench import provenance
 
 TASKS = ("regression", "binary")
 ALPHA = 0.05
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
                                                  for k, v in vars(args).items() if k != "handler"},
                                     "model": MODEL, "alpha": ALPHA, "targets": TARGETS,
                                     "strength": STRENGTH, "summary": summary, "verdicts": checks,
-                                    "seconds": time.perf_counter() - t0}, indent=2))
+                                    "seconds": time.perf_counter() - t0, **provenance()}, indent=2))
     print(f"wrote {args.out}")
     return 0
 

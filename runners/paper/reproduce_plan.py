@@ -37,6 +37,8 @@ class Row:
     selector: bool = False  # its feature count gives GBDT-topK's K
     k_param: str | None = None  # held to that K through this parameter
     paper: str | None = None  # its row in results/reference/
+    # not tuned: every seed fits the tuned parameters of this row (its twin), with its own overrides
+    tuned_as: str | None = None
 
 
 def rows_of(cfg: DictConfig, key: str = "rows") -> list[Row]:
@@ -44,11 +46,11 @@ def rows_of(cfg: DictConfig, key: str = "rows") -> list[Row]:
     last (their K comes from the selectors)."""
     rows = []
     for name, spec in (cfg.reproduce.get(key) or {}).items():
-        unknown = set(spec) - {"label", "overrides", "selector", "k_param", "paper"}
+        unknown = set(spec) - {"label", "overrides", "selector", "k_param", "paper", "tuned_as"}
         if unknown or not spec.get("overrides"):
             raise ValueError(
                 f"reproduce.{key}.{name}: needs overrides (a method=...), and only label, "
-                f"overrides, selector, k_param, paper; got {sorted(spec)}"
+                f"overrides, selector, k_param, paper, tuned_as; got {sorted(spec)}"
             )
         rows.append(
             Row(
@@ -58,11 +60,19 @@ def rows_of(cfg: DictConfig, key: str = "rows") -> list[Row]:
                 bool(spec.get("selector", False)),
                 spec.get("k_param"),
                 spec.get("paper"),
+                spec.get("tuned_as"),
             )
         )
     if any(r.k_param for r in rows) and not any(r.selector for r in rows):
         raise ValueError(f"reproduce.{key}: a row with k_param needs at least one row with selector: true")
-    return sorted(rows, key=lambda r: r.k_param is not None)
+    tuned = {r.name for r in rows if not r.tuned_as and not r.k_param}
+    for r in rows:
+        if r.tuned_as and (r.tuned_as not in tuned or r.k_param or r.selector):
+            raise ValueError(f"reproduce.{key}.{r.name}.tuned_as: {r.tuned_as!r} must name a tuned row "
+                             f"without k_param or tuned_as (one of {sorted(tuned)}), and the row itself "
+                             "can have neither k_param nor selector")
+    # K-rows after the selectors that give their K, twins after the rows they take parameters from
+    return sorted(rows, key=lambda r: 2 if r.tuned_as else int(r.k_param is not None))
 
 
 def rows_by_task(cfg: DictConfig, tasks: Mapping[str, str]) -> dict[str, list[Row]]:

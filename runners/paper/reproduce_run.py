@@ -231,8 +231,11 @@ class Reproduction:
     def dataset(self, name: str, settings: Mapping, rows: list[Row], seeds: Sequence[int]) -> dict[str, Run]:
         """Every row at every seed on ``name``; returns ``{"<row>/<seed>": run}``."""
         runs: dict[str, Run] = {}
+        by_name = {r.name: r for r in rows}
         for row in rows:
             best = None
+            if row.tuned_as:  # a twin: its source's tuned parameters on every seed, no study
+                best = tuned_params(self.compose, by_name[row.tuned_as], runs[f"{row.tuned_as}/{seeds[0]}"])
             for i, seed in enumerate(seeds):
                 k = None
                 if row.k_param:
@@ -243,9 +246,9 @@ class Reproduction:
                             if r.selector
                         }
                     )
-                run = self.unit(name, settings, row, seed, i == 0, k, best)
+                run = self.unit(name, settings, row, seed, i == 0 and not row.tuned_as, k, best)
                 runs[f"{row.name}/{seed}"] = run
-                if i == 0:
+                if i == 0 and not row.tuned_as:
                     best = tuned_params(self.compose, row, run)
         return runs
 

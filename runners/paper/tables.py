@@ -7,6 +7,8 @@ recomputed from a model in memory.  Numbers are next to the paper's (``results/r
   (in %, as the paper) per method, mean ± sd over the seeds, the paper's value and the difference;
   the mean absolute pairwise correlation of each method's first features (Figure 3's number); the
   fit seconds; the MLflow run of every seed;
+* ``runs.csv`` -- every row's run at every seed: its metrics and its ``method.params.*`` as logged
+  (tuned values unrounded), so that any cell of Table 3 can be refitted and compared;
 * ``table5.md`` -- the tuned mu, shrinkage and alpha against the paper's Appendix C;
 * ``table6.md`` -- GBDT-Full (Appendix D);
 * ``figure2.png``, ``figure3.png`` (:mod:`runners.tracking.figures`) and ``README.md`` with the paper's
@@ -297,6 +299,15 @@ class DatasetRuns:
     folder: Path
 
 
+def write_runs(frame: pd.DataFrame, folder: Path) -> Path:
+    """``folder/runs.csv``: :func:`collect`'s records, metrics at six significant digits as in
+    ``table3.csv``, parameters as MLflow logged them (strings: a tuned float keeps every digit, so a
+    refit at them is the run again)."""
+    path = folder / "runs.csv"
+    frame.to_csv(path, index=False, float_format="%.6g")
+    return path
+
+
 def write_dataset(d: DatasetRuns) -> Path:
     """Write ``d.folder``'s tables, figures and README from the runs of one dataset; return the folder."""
     d.folder.mkdir(parents=True, exist_ok=True)
@@ -309,6 +320,7 @@ def write_dataset(d: DatasetRuns) -> Path:
     t3 = table3(summarize(frame), d.dataset, corr)
     t3.drop(columns=[c for c in t3.columns if c.endswith("_by_seed")]).to_csv(
         d.folder / "table3.csv", index=False, float_format="%.6g")
+    write_runs(frame, d.folder)
     labels = {row.name: row.label for row in d.rows}
     title = f"{d.dataset} ({len(ds.y_train)} train rows x {ds.X_train.shape[1]} features), seed {d.seeds[0]}"
     figures.figure2({labels[k]: curves(d.client, v) for k, v in first.items()}, d.folder / "figure2.png",
@@ -344,10 +356,11 @@ def write_dataset(d: DatasetRuns) -> Path:
         f"{table6_markdown(t3, frame, d.dataset, d.seeds[0])}\n"
     )
     seconds = paper_claims.compute_seconds(d.client, d.parent_id, d.dataset)
+    twins = {r.name: r.tuned_as for r in d.rows if r.tuned_as}
     found = topk_full.overlaps(d.runs, d.rows, d.seeds)
     if found and not all(o.differs for o in found):
         log.warning("%s: GBDT-topK keeps every feature GBDT-Full uses on some seed", d.dataset)
-    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds),
+    readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds), twins,
                                  topk_full.sentence(found) if found else None)
     (d.folder / "README.md").write_text(readme)
     return d.folder

@@ -53,6 +53,7 @@ def test_the_benchmark_keeps_every_budget_and_prints_its_verdict(tmp_path, capsy
     assert all(r["source"] for r in rows if r["method"] == "gbfs:path-cost")  # which candidate answered
     assert all(r["mu"] == 0.003 for r in rows if r["method"] == "gbfs:agbm-cost")
     assert got["verdict"]["budgets_kept"]
+    assert {"command", "git_commit"} <= set(got)
     printed = capsys.readouterr().out
     assert "minus the best cost-blind peer" in printed and ("NOT MET" in printed or "MET" in printed)
     assert "the selection path in cost units (gbfs:path-cost) minus the best cost-blind peer" in printed

@@ -39,3 +39,4 @@ def test_the_quick_benchmark_writes_every_setting(tmp_path, capsys):
                                                   for m in (1, 3) for what in ("full", "topk")}
     assert all(0 < r["distinct_scores"] <= 18 and 0 <= r["test_auc"] <= 1 for r in got["rows"])
     assert "MET" in capsys.readouterr().out
+    assert {"command", "git_commit"} <= set(got)   # what made it, as every benchmark's summary

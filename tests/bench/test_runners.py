@@ -1,6 +1,7 @@
 """The runners run end to end on tiny settings (the full benchmark is ``python -m runners.bench core``)."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,15 +26,21 @@ def test_quickstart_selects_informative_features():
 def test_bench_gtgbm_small(tmp_path, capsys):
     out = tmp_path / "gtgbm.json"
     assert bench.main(["gtgbm", "--shapes", "epsilon", "--row-scale", "0.02", "--trees", "3", "--s", "5",
-                       "--group-test-rows", "1000", "--out", str(out)]) == 0
-    (row,) = json.loads(out.read_text())["rows"]
+                       "--group-test-rows", "1000", "--searches", "histogram", "exact",
+                       "--out", str(out)]) == 0
+    row, exact = json.loads(out.read_text())["rows"]
     assert row["n_train"] == 1600 and row["n_features"] == 2000
+    # both ways: the exact search's A-GBM and GT-GBM, on the same data, with the same selections' shape
+    assert (row["split_search"], exact["split_search"]) == ("histogram", "exact")
+    assert {(g["scope"], g["s"]) for g in exact["gtgbm"]} == {("node", 5), ("tree", 5), ("tree+rows", 5)}
+    assert "lgb" not in exact and abs(exact["agbm"]["auc"] - row["agbm"]["auc"]) < 0.1
     assert {(g["scope"], g["s"]) for g in row["gtgbm"]} == {("node", 5), ("tree", 5), ("tree+rows", 5)}
     for g in row["gtgbm"]:
         assert g["n_subsets"] == 54 and g["subset_size"] == 400  # Theorem 4.1 with s = 5, delta = 0.1
         assert np.isfinite(g["speedup"]) and g["model"] > 0 and g["precompute_s"] > 0
     printed = capsys.readouterr().out
     assert "GT-GBM" in printed and "LGB-CEGB" in printed and "targets" in printed
+    assert "epsilon, exact search (the paper's cost model): GT-GBM node scope s = 5:" in printed
 
 
 @pytest.mark.slow  # a whole small core benchmark, ~10 s; CI runs the slow tests too
@@ -58,6 +65,7 @@ def test_bench_data_small(tmp_path, capsys):
     assert data["gisette"]["shape_test"] == [50, 5000] and data["gisette"]["n_features"] == 5000
     assert data["epsilon"]["shape_test"][1] == 2000 and data["epsilon"]["shape_train"][0] == 64   # 80 % of 80
     assert data["flight"]["n_features"] > 500
+    assert {"command", "git_commit"} <= set(data)
     r = data["libsvm_readers"]
     assert r["rows"] == 400 and np.isfinite(r["ratio_vs_sklearn"]) and np.isfinite(r["ratio_vs_lightgbm"])
     printed = capsys.readouterr().out
@@ -75,3 +83,8 @@ def test_every_benchmark_module_is_a_suite_of_the_command():
     assert set(sub.choices) == {"categorical", "core", "cost", "dask", "data", "gtgbm", "load", "multiclass",
                                 "multitask", "ranking", "sampling", "scaling", "selection", "tiny", "utility"}
     assert all(callable(p.get_default("handler")) for p in sub.choices.values())
+
+
+def test_a_quick_run_writes_apart_from_the_committed_summary():
+    assert bench.default_out("cost") == Path("results/bench/cost.json")
+    assert bench.default_out("cost", quick=True) == Path("results/bench/quick/cost.json")

@@ -25,9 +25,11 @@ from runners.tracking import runs as tracking
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
 
-# four small rows (the paper's three needed by the K rule and GBDT-topK) on 300 rows x 100 columns
+# five small rows (the paper's three needed by the K rule, GBDT-topK and A-GBM's exact-search twin) on
+# 300 rows x 100 columns
 TINY_ROWS = [
     "~reproduce.rows.gtgbm",
+    "~reproduce.rows.gtgbm_exact",
     "~reproduce.rows.lgbm_cegb",
     "~reproduce.rows.agbm_refit",
     "~reproduce.rows.gbfs_topk",
@@ -79,6 +81,8 @@ def test_topk_k_is_the_largest_selector_count():
         (_scale("{nope: {}}"), r"unknown \['nope'\]"),
         (["reproduce.datasets=[gisette_like, nope]"], r"reproduce.datasets: \['nope'\] not in"),
         (["~reproduce.rows.gbfs", "~reproduce.rows.agbm", "~reproduce.rows.gtgbm"], "selector: true"),
+        (["~reproduce.rows.agbm"], r"reproduce.rows.agbm_exact.tuned_as: 'agbm' must name a tuned row"),
+        (["+reproduce.rows.twin={overrides: ['method=agbm'], tuned_as: gbdt_topk}"], "rows.twin.tuned_as"),
     ],
 )
 def test_bad_settings_fail_before_any_run(tmp_path, overrides, match):
@@ -229,6 +233,22 @@ def test_claims_say_what_holds_with_both_numbers(hand_runs):
     assert "## The paper's claims: 7 hold, 0 within noise, 1 does not hold here" in readme
 
 
+def test_figure2_is_also_decided_on_the_twins_of_the_exact_search():
+    def row(name, paper, label, seconds):
+        return {"row": name, "paper": paper, "method": label, "fit_seconds": float(np.mean(seconds)),
+                "fit_seconds_by_seed": dict(enumerate(seconds))}
+
+    t3 = pd.DataFrame([row("agbm", "agbm", "A-GBM", [2.0, 2.0]), row("gtgbm", "gtgbm", "GT-GBM", [1.0, 1.0]),
+                       row("agbm_exact", None, "A-GBM, exact", [9.0, 11.0]),
+                       row("gtgbm_exact", None, "GT-GBM, exact", [1.0, 1.0])])
+    text = "\n".join(paper_claims.claims(t3, {"agbm_exact": "agbm", "gtgbm_exact": "gtgbm"}))
+    assert ("- Figure 2, their twins at the same tuned parameters (A-GBM, exact and GT-GBM, exact): GT-GBM "
+            "trains faster than A-GBM: A-GBM's fit takes 10.00× GT-GBM's (+9.00 s, +9.0 se over 2 paired "
+            "seeds; ") in text
+    assert text.endswith("**holds**.")
+    assert paper_claims.claims(t3) == []  # no twins named: no such claim
+
+
 def test_curves_join_the_metrics_on_elapsed_time_by_iteration(hand_runs):
     client, _, runs = hand_runs
     c = paper_tables.curves(client, runs["gbfs/0"].info.run_id)
@@ -247,6 +267,7 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
     assert {p.name for p in folder.iterdir()} == {
         "table3.md",
         "table3.csv",
+        "runs.csv",
         "table5.md",
         "table6.md",
         "figure2.png",
@@ -255,10 +276,26 @@ def test_tiny_reproduction_writes_every_file_and_resumes_without_new_runs(tmp_pa
     client, runs = _all_runs(tmp_path)
     assert sum(r.info.status != "FINISHED" for r in runs) == 0
     finals = [r for r in runs if r.data.tags.get("role") in ("refit", "evaluation")]
-    assert len(finals) == 4 * 2
+    assert len(finals) == 5 * 2
+    # the twin runs no study: every seed fits A-GBM's tuned parameters with the exact split search
+    twin = [r for r in finals if r.data.tags["repro_row"] == "agbm_exact"]
+    source = next(r for r in finals if r.data.tags["repro_row"] == "agbm" and r.data.tags["seed"] == "0")
+    assert {r.data.tags["role"] for r in twin} == {"evaluation"} and len(twin) == 2
+    assert not [r for r in runs if r.data.tags.get("role") == "study" and "agbm_exact" in r.data.tags.get(
+        "study_name", "")]
+    for r in twin:
+        assert r.data.params["method.params.split_search"] == "exact"
+        for key in ("mu", "learning_rate", "min_node_fraction"):
+            param = f"method.params.{key}"
+            assert float(r.data.params[param]) == float(source.data.params[param])
     t3 = pd.read_csv(folder / "table3.csv")
     cited = {i for ids in t3.run_ids for i in ids.split()}
     assert cited == {r.info.run_id for r in finals}
+    # runs.csv: every cited run with its parameters exactly as logged (what a refit of a cell needs)
+    logged = pd.read_csv(folder / "runs.csv", dtype=str, keep_default_na=False).set_index("run_id")
+    assert set(logged.index) == cited
+    for r in finals:
+        assert logged.loc[r.info.run_id, "learning_rate"] == r.data.params["method.params.learning_rate"]
     # GBDT-topK's K at each seed is the largest count of the selectors at that seed
     by = {(r.data.tags["repro_row"], r.data.tags["seed"]): r for r in finals}
     for seed in ("0", "1"):
@@ -320,6 +357,8 @@ def test_every_row_figure3_and_the_mvs_tables(tmp_path):
         "gbdt_topk",
         "gbfs_topk",
         "agbm_budget",
+        "agbm_exact",
+        "gtgbm_exact",
     ]
     budgeted = t3.set_index("row").loc["agbm_budget"]
     assert budgeted.n_features <= float(budgeted.budget)  # one seed: K is a single number

@@ -42,7 +42,7 @@ from ..kernels.splitting import (
     subtract_and_scan,
     subtract_and_scan_serial,
 )
-from ..tree import TreeBuilder
+from ..tree import PackedEnsemble, TreeBuilder
 from ..usage import Usage
 from .categorical_search import CategoricalSearch
 from .columns import Columns
@@ -93,6 +93,9 @@ class GrowthParams:
     # categorical split search (gbfs.booster.kernels.categorical.cat_settings order): cat_smooth, cat_l2,
     # max_cat_threshold, min_data_per_group, max_cat_to_onehot
     cat_settings: tuple = tuple(CAT_DEFAULTS.values())
+    # how a node's best split is found: "histogram" over the bins, or "exact" over every cut between
+    # distinct raw values (gbfs.booster.growing.exact: the sort-based search of the papers)
+    split_search: str = "histogram"
 
 
 class TreeGrower:
@@ -111,6 +114,9 @@ class TreeGrower:
         Which features each node scans (:mod:`gbfs.booster.growing.feature_search`): every feature (None, the
         default), or GT-GBM's Omega and group-test candidates per node or per tree.
     """
+
+    #: a small row sample may be grown on a compact copy of its rows (``X_binned`` of :meth:`grow`)
+    compacts = True
 
     def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
         n, d = X_binned.shape
@@ -470,7 +476,7 @@ class TreeGrower:
         left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
         right = Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
                       node.depth + 1, node.sum_g - lg, node.sum_h - lh)
-        threshold = math.nan if categorical else self.bin_mapper.threshold(f, b)
+        threshold = math.nan if categorical else self._threshold(node, f, b)
         builder.set_split(node.id, f, threshold, b, ml, left.id, right.id, float(node.splits.gain[f]))
         if categorical:
             builder.set_categories(node.id, bins_of(bits))
@@ -481,6 +487,15 @@ class TreeGrower:
         # free the per-feature arrays of an internal node
         node.splits = node.cat_bits = node.cat_hist = None
         return left, right
+
+    def _threshold(self, node, f: int, b: int) -> float:
+        """The raw threshold of ``node``'s split of feature ``f`` at bin ``b``."""
+        return self.bin_mapper.threshold(f, b)
+
+    def add_scores(self, tree, raw: np.ndarray, X_binned) -> None:
+        """``raw += tree(X)`` for every row of the binned matrix ``X_binned`` (rows a sample left out
+        are scored by the tree too)."""
+        PackedEnsemble([tree]).predict_binned(X_binned, raw)
 
     def _partition_rows(self, node, f: int, b: int, ml: bool, bits) -> int:
         """Reorder ``node``'s rows so that its left child's come first; returns their number."""

@@ -49,7 +49,7 @@ def _children(lg, lh, sum_g, sum_h, l2):
     rg = sum_g - lg
     rh = sum_h - lh
     if lh + l2 <= 0.0 or rh + l2 <= 0.0:
-        return -np.inf  # a child of zero hessians has no Newton step (as splitting._consider)
+        return -np.inf  # a child of zero hessians has no Newton step (as splitting.split_gain)
     return lg * lg / (lh + l2) + rg * rg / (rh + l2)
 
 

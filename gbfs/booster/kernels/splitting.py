@@ -72,9 +72,10 @@ class Splits(NamedTuple):
 
 
 @njit(cache=True, nogil=True)
-def _consider(lg, lh, lc, rule, parent_term):
+def split_gain(lg, lh, lc, rule, parent_term):
     """Gain of a split with left sums (lg, lh, lc), or -inf if a child is too small (``lc``: the left
-    child's row count as :func:`scan_feature` counts it for ``min_samples_leaf``)."""
+    child's row count as the caller counts it for ``min_samples_leaf``; ``parent_term`` the node's
+    ``G^2 / (H + lambda)``)."""
     rg = rule.sum_g - lg
     rh = rule.sum_h - lh
     rc = rule.sum_c - lc
@@ -140,7 +141,7 @@ def scan_feature(hf, n_bins, rule):
         if hf[t, C_CH] == 0.0 and t > 0:
             continue  # same partition as threshold t - 1
         if t < n_bins - 1 or has_missing:
-            gain = _consider(cg, ch, ce + shift, rule, parent_term)
+            gain = split_gain(cg, ch, ce + shift, rule, parent_term)
             if gain > best:
                 best = gain
                 best_bin = t
@@ -151,7 +152,7 @@ def scan_feature(hf, n_bins, rule):
         # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
         # left" split scored above, so it is skipped to keep one canonical form (not a rounding tie)
         if has_missing and t < n_bins - 1 and cc > 0:
-            gain = _consider(cg + mg, ch + mh, ce + me + shift, rule, parent_term)
+            gain = split_gain(cg + mg, ch + mh, ce + me + shift, rule, parent_term)
             if gain > best:
                 best = gain
                 best_bin = t

@@ -44,6 +44,7 @@ import numpy as np
 from gbfs import selection_path
 from gbfs.booster.losses.metrics import roc_auc
 from gbfs.criteria.refit import within_cost
+from runners.bench import default_out, provenance
 from runners.bench.selection import data
 from runners.bench.selection.families import Booster, Grids, lightgbm_on
 from runners.bench.selection.suite import make_split
@@ -183,10 +184,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name} seed {seed}: {time.perf_counter() - t0:.0f} s", flush=True)
     table, verdict = summarise(rows)
     print_report(table, verdict)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": rows, "table": table, "verdict": verdict,
-                                    "seconds": time.perf_counter() - t0}, indent=1))
-    print(f"wrote {args.out}")
+    out = args.out or default_out("cost", args.quick)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": rows, "table": table, "verdict": verdict,
+                                    "seconds": time.perf_counter() - t0, **provenance()}, indent=1))
+    print(f"wrote {out}")
     return 0
 
 
@@ -201,5 +203,6 @@ def add_parser(sub) -> None:
     p.add_argument("--dear", type=int, default=10, help="features of most gain made ten times dearer")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="breast_cancer and digits, seed 0, B = 10, 20")
-    p.add_argument("--out", type=Path, default=Path("results/bench/cost.json"))
+    p.add_argument("--out", type=Path, help="the JSON summary (default results/bench/cost.json; "
+                   "--quick: results/bench/quick/cost.json)")
     p.set_defaults(handler=run)

@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from gbfs.booster.losses.metrics import roc_auc
+from runners.bench import default_out, provenance
 from runners.bench.selection import data
 from runners.bench.selection.families import Booster, Grids
 from runners.bench.selection.suite import make_split
@@ -130,9 +131,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"ours (min_data_in_bin=3) top-K vs LightGBM top-K: AUC {v['auc_gap']:+.4f} (>= -{AUC_GAP}) "
               f"{'MET' if v['auc_met'] else 'NOT MET'}; distinct scores "
               f"{'MET' if v['distinct_met'] else 'NOT MET'}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"rows": rows, "means": means, "verdict": verdict}, indent=1))
-    print(f"wrote {args.out}")
+    out = args.out or default_out("tiny", args.quick)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"rows": rows, "means": means, "verdict": verdict, **provenance()},
+                              indent=1))
+    print(f"wrote {out}")
     return 0
 
 
@@ -143,5 +146,6 @@ def add_parser(sub) -> None:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--quick", action="store_true", help="the microarray-like set, seeds 0 and 1")
-    p.add_argument("--out", type=Path, default=Path("results/bench/tiny.json"))
+    p.add_argument("--out", type=Path, help="the JSON summary (default results/bench/tiny.json; "
+                   "--quick: results/bench/quick/tiny.json)")
     p.set_defaults(handler=run)

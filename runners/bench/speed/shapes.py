@@ -81,6 +81,7 @@ from gbfs.data.formats import FLIGHT_CATEGORICAL, FLIGHT_COLUMNS, FLIGHT_LABEL, 
 from gbfs.data.synthetic.flight import flight_frames
 from gbfs.data.synthetic.generators import PAPER_SHAPES, make_sparse_classification
 from gbfs.data.synthetic.text import make_text_like
+from runners.bench import provenance
 from runners.bench.selection import data as bench_selection_data
 
 TEXT_SHAPE = (2000, 5000)
@@ -294,7 +295,7 @@ def run_load(args: argparse.Namespace) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows": rows, "target_ratio": target, "burners": args.burners,
                                     "threads": args.threads, "trees": args.trees,
-                                    "repeats": args.repeats}, indent=2))
+                                    "repeats": args.repeats, **provenance()}, indent=2))
     print(f"\nwrote {args.out}")
     return 0
 
