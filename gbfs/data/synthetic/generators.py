@@ -231,9 +231,10 @@ def gisette_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
     Values are integers 0..999 stored as float32, about 87 % zeros (each column's density
     uniform on [0.05, 0.21]). Balanced labels depend on 30 columns at random positions:
     16 linearly, 6 through their presence (``x > 0``) and 8 through 4 pairwise products.
-    Each of them has 8 noisy copies (``copy_of``; :mod:`gbfs.data.synthetic.redundancy`): a
-    copy's cell is its source's with probability rho in [0.6, 0.95], else its own draw of the
-    source's distribution, so its correlation with the source is about rho.
+    Each has 8 noisy copies (fewer at narrow widths; ``copy_of``,
+    :mod:`gbfs.data.synthetic.redundancy`): a copy's cell is its source's with probability rho in
+    [0.6, 0.95], else its own draw of the source's distribution, so its correlation with the
+    source is about rho.
     """
     scale, seed = check_positive("scale", scale), check_seed(random_state)
     d = _n_features(5000, feature_scale)
@@ -298,7 +299,7 @@ def epsilon_like(scale: float = 1.0, feature_scale: float = 1.0, random_state: i
 
     Features are Gaussian with every row scaled to unit L2 norm. Balanced labels depend on
     30 columns at random positions: 16 linearly, 6 through their square and 8 through 4
-    pairwise products. Each of them has 8 noisy copies (``copy_of``;
+    pairwise products. Each has 8 noisy copies (fewer at narrow widths; ``copy_of``,
     :mod:`gbfs.data.synthetic.redundancy`): ``rho * source + sqrt(1 - rho^2) * noise`` before
     the rows are scaled, rho in [0.6, 0.95]. Rows are generated in float32 blocks straight into
     the output, so the full size needs about 0.8 GB.
