@@ -13,17 +13,28 @@ identical models) holds or fails by the sign of ``m`` and is within noise at ``m
 per seed) and the paper's own (``results/reference/``).  A claim about one number (Figure 3's
 correlation, from the first seed's model) has no standard error and says so.  Nothing is
 concluded that the numbers do not say.
+
+**GBDT-topK against GBDT-Full** (:func:`topk_overlaps`, :func:`topk_sentence`): per seed, how many
+of GBDT-Full's features GBDT-topK's K columns keep and how many its refit uses, read back from the
+runs' artifacts; where the K columns keep them all, the two rows are the same model in effect.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+import mlflow
 import numpy as np
 import pandas as pd
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
+
+from gbfs import load_model
 
 HOLDS, NOISE, FAILS = "holds", "within noise", "does not hold"
 #: standard errors a mean difference must exceed to decide a claim
@@ -212,7 +223,7 @@ def readme(
     twins: Mapping[str, str] | None = None, topk_check: str | None = None,
 ) -> str:
     """The dataset's ``README.md``: what matches the paper, what does not, by how much (``twins``:
-    as :func:`claims`); with ``topk_check`` (:func:`runners.paper.topk_full.sentence`), whether
+    as :func:`claims`); with ``topk_check`` (:func:`topk_sentence`), whether
     GBDT-topK is another model than GBDT-Full."""
     checked = claims(t3, twins)
     lines = [
@@ -246,3 +257,73 @@ def readme(
             "are about.",
         ]
     return "\n".join(lines) + "\n"
+
+
+# ------------------------------------------------------------------ GBDT-topK against GBDT-Full
+# GBDT-topK refits on the K features its ranking fit ranked first; when those K columns hold every
+# feature GBDT-Full uses, the refit can build GBDT-Full's trees again, and the paper's comparison (a
+# smaller model on the features an importance ranking keeps) does not show.
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """One seed: GBDT-Full uses ``full`` features; GBDT-topK kept ``k`` columns (its K), ``kept`` of
+    them used by GBDT-Full; its refit uses ``used`` features, ``shared`` of them used by GBDT-Full."""
+
+    seed: int
+    full: int
+    k: int
+    kept: int
+    used: int
+    shared: int
+
+    @property
+    def differs(self) -> bool:
+        """GBDT-topK's columns leave out some of GBDT-Full's features (so it cannot be GBDT-Full)."""
+        return self.kept < self.full
+
+
+def used_features(run_id: str) -> set[int]:
+    """The features a run's model uses (its ``selected_features.json``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="selected_features.json",
+                                                   dst_path=tmp)
+        return {int(f["index"]) for f in json.loads(Path(path).read_text())["features"]}
+
+
+def kept_columns(run_id: str) -> set[int]:
+    """The K columns a GBDT-topK run refitted on (its model file's ``columns_``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="model.json", dst_path=tmp)
+        return {int(j) for j in load_model(path).columns_}
+
+
+def topk_overlaps(runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int]) -> list[Overlap]:
+    """Per seed, GBDT-Full's features against GBDT-topK's (the first rows whose ``paper`` is
+    ``gbdt_full`` and ``gbdt_topk``); empty when the table lacks either row or its model file."""
+    full = next((r.name for r in rows if r.paper == "gbdt_full"), None)
+    topk = next((r.name for r in rows if r.paper == "gbdt_topk"), None)
+    if full is None or topk is None:
+        return []
+    out = []
+    for seed in seeds:
+        f_run, t_run = runs[f"{full}/{seed}"].info.run_id, runs[f"{topk}/{seed}"].info.run_id
+        names = {a.path for a in MlflowClient().list_artifacts(t_run)}
+        if "model.json" not in names:   # a store without model files: nothing to compare
+            return []
+        f, kept, used = used_features(f_run), kept_columns(t_run), used_features(t_run)
+        out.append(Overlap(int(seed), len(f), len(kept), len(f & kept), len(used), len(f & used)))
+    return out
+
+
+def topk_sentence(found: Sequence[Overlap]) -> str:
+    """The README's line: how many of GBDT-Full's features GBDT-topK keeps, seed by seed."""
+    seeds = "; ".join(
+        f"seed {o.seed}: GBDT-topK (K={o.k}) keeps {o.kept} of GBDT-Full's {o.full} features, its refit "
+        f"uses {o.used}, {o.shared} of them GBDT-Full's" for o in found)
+    n = sum(o.differs for o in found)
+    verdict = (f"GBDT-topK leaves out some of GBDT-Full's features on {n} of {len(found)} seeds"
+               + ("" if n == len(found) else
+                  "; where it keeps them all, its K columns hold every feature GBDT-Full uses and the "
+                  "two rows are the same model in effect"))
+    return f"- GBDT-topK against GBDT-Full (features each model uses): {seeds}. {verdict}."

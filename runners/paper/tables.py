@@ -35,7 +35,6 @@ from omegaconf import DictConfig
 from gbfs import load_model
 from runners.core import experiment
 from runners.paper import claims as paper_claims
-from runners.paper import topk_full
 from runners.tracking import figures
 from runners.tracking import runs as tracking
 
@@ -357,10 +356,10 @@ def write_dataset(d: DatasetRuns) -> Path:
     )
     seconds = paper_claims.compute_seconds(d.client, d.parent_id, d.dataset)
     twins = {r.name: r.tuned_as for r in d.rows if r.tuned_as}
-    found = topk_full.overlaps(d.runs, d.rows, d.seeds)
+    found = paper_claims.topk_overlaps(d.runs, d.rows, d.seeds)
     if found and not all(o.differs for o in found):
         log.warning("%s: GBDT-topK keeps every feature GBDT-Full uses on some seed", d.dataset)
     readme = paper_claims.readme(t3, d.dataset, head, seconds, np.asarray(d.seeds), twins,
-                                 topk_full.sentence(found) if found else None)
+                                 paper_claims.topk_sentence(found) if found else None)
     (d.folder / "README.md").write_text(readme)
     return d.folder

@@ -1,4 +1,4 @@
-"""GBDT-topK against GBDT-Full (runners.paper.topk_full): the README's line, and on a quick-scale
+"""GBDT-topK against GBDT-Full (runners.paper.claims): the README's line, and on a quick-scale
 stand-in a real LightGBM GBDT-topK that leaves out some of GBDT-Full's features."""
 
 from __future__ import annotations
@@ -8,20 +8,20 @@ import pytest
 from gbfs import GBFSClassifier
 from gbfs.baselines.lightgbm_baseline import LightGBMBaseline
 from gbfs.data import load_dataset
-from runners.paper.topk_full import Overlap, sentence
+from runners.paper.claims import Overlap, topk_sentence
 
 
 def test_sentence_says_what_topk_keeps_seed_by_seed():
     found = [Overlap(0, full=50, k=30, kept=28, used=29, shared=27), Overlap(1, full=20, k=30, kept=20,
                                                                              used=25, shared=18)]
     assert [o.differs for o in found] == [True, False]
-    line = sentence(found)
+    line = topk_sentence(found)
     assert line.startswith("- GBDT-topK against GBDT-Full (features each model uses): ")
     assert ("seed 0: GBDT-topK (K=30) keeps 28 of GBDT-Full's 50 features, its refit uses 29, 27 of them "
             "GBDT-Full's") in line
     assert "seed 1: GBDT-topK (K=30) keeps 20 of GBDT-Full's 20 features" in line
     assert "leaves out some of GBDT-Full's features on 1 of 2 seeds; where it keeps them all" in line
-    assert "where it keeps them all" not in sentence(found[:1])
+    assert "where it keeps them all" not in topk_sentence(found[:1])
 
 
 # GBDT-Full's and GBDT-topK's settings of conf/method/gbdt_full.yaml and gbdt_topk.yaml
