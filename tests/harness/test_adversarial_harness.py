@@ -531,7 +531,8 @@ def test_a_reproduction_running_in_a_live_process_is_not_resumed(tmp_path):
 
 #: one row (GBFS), one seed, two trials on 300 x 100: a whole reproduction in seconds
 ONE_ROW = [*(f"~reproduce.rows.{row}" for row in ("gbdt_full", "agbm", "gtgbm", "gbdt_topk", "lgbm_cegb",
-                                                  "agbm_refit", "gbfs_topk", "agbm_budget")),
+                                                  "agbm_refit", "gbfs_topk", "agbm_budget", "agbm_exact",
+                                                  "gtgbm_exact")),
            "method.params.n_estimators=10", "reproduce.scale=tiny",
            "+reproduce.scales.tiny={seeds: [0], n_trials: 2, mvs: null, "
            "datasets: {gisette_like: {scale: 0.05, kwargs: {feature_scale: 0.02}}}}"]
