@@ -327,6 +327,7 @@ def test_the_lightgbm_baselines_split_on_categories(kind, kw, tmp_path):
     assert np.array_equal(load_model(tmp_path / "b.json").predict_proba(text), b.predict_proba(df))
 
 
+@pytest.mark.slow  # 2-3 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 @pytest.mark.parametrize("method", ["agbm", "lgbm_cegb"])
 def test_the_harness_splits_a_datasets_categorical_columns(tmp_path, method, monkeypatch):
     from harness_utils import compose_cfg

@@ -11,6 +11,7 @@ import pytest
 _SNIPPET = "import os, gbfs; print(os.environ['OMP_WAIT_POLICY'])"
 
 
+@pytest.mark.slow  # a few seconds in a subprocess: the default suite stays under 5 minutes (CI runs it)
 @pytest.mark.parametrize("given,expected", [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
 def test_import_sets_passive_waiting_unless_chosen(given, expected):
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
@@ -35,6 +36,7 @@ print(seen[0])
 """
 
 
+@pytest.mark.slow  # a few seconds in a subprocess: the default suite stays under 5 minutes (CI runs it)
 def test_policy_is_set_before_numba_is_imported():
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     out = subprocess.run([sys.executable, "-c", _HOOK], env=env, capture_output=True, text=True, check=True,

@@ -307,6 +307,7 @@ def test_feature_budget_as_penalty_or_constraint(tmp_path, mode):
     assert parent.data.tags["best_trial"] == str(best.number)
 
 
+@pytest.mark.slow  # 2-3 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_hard_budget_gives_every_trial_max_features(tmp_path):
     """budget_mode=hard: each trial is within the budget by construction, even GOOD (12 features
     without a budget); the runs are tagged with it and the refit logs it as a param."""

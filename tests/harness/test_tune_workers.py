@@ -42,6 +42,7 @@ def storage(request, tmp_path) -> list[str]:
     return [f"tune.storage='{STORAGES[request.param].format(root=tmp_path)}'"]
 
 
+@pytest.mark.slow  # 2-3 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_trials_running_in_a_live_worker_are_claimed(tmp_path, storage):
     """A trial RUNNING in another live process holds its slot of the budget: this worker runs only the
     rest, and leaves the refit to the worker still running a trial."""
