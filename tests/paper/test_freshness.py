@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from gbfs.data.ovr import ENV_SHARED_DATA
 from runners.bench.speed import core as bench_core
 from runners.bench.speed import shapes as bench_shapes
 from runners.core import experiment
@@ -126,6 +128,8 @@ def test_core_benchmark_shape_is_reproduced(shape):
     args = _core_args(committed["command"])
     want = next(r for r in committed["rows"] if r["shape"] == shape)
     data_dir = args.data_dir if args.data_dir.is_absolute() else ROOT / args.data_dir   # run from the root
+    if not data_dir.is_dir() and os.environ.get(ENV_SHARED_DATA):   # a clone elsewhere: the shared folder
+        data_dir = Path(os.environ[ENV_SHARED_DATA])
     data = bench_shapes.load_shape(shape, args.row_scale, data_dir)
     if data is None:
         pytest.skip(f"{shape}'s data file is not in {data_dir}")
