@@ -78,6 +78,7 @@ def test_concurrent_baseline_saves_leave_one_whole_file(tmp_path, data):
     assert isinstance(LightGBMBaseline.load_model(path), LightGBMBaseline)
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_file_format_does_not_import_the_estimators():
     code = ("import sys, gbfs.io.envelope, gbfs.estimators.model_io; "
             "print('gbfs.estimators.single_task' in sys.modules, 'gbfs.estimators.multitask' in sys.modules)")

@@ -197,6 +197,7 @@ def test_a_ranking_run_logs_the_metrics_of_its_logged_model(store):
     assert [f["index"] for f in features["features"]] == [int(j) for j in model.selected_features_]
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_tuning_maximises_validation_ndcg(store):
     cfg = _cfg(store, "method=rank_gbfs", "tune.n_trials=2", "tune.n_startup_trials=2", config="tune")
     metrics = tune.run(cfg)

@@ -174,6 +174,7 @@ def test_resume_runs_only_missing_trials_and_fails_interrupted_ones(tmp_path, mo
     assert parent_run.find_parent_run(studies.load_study(cfg.tune), parent.info.experiment_id) is None
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_real_pruning_on_the_validation_curve(tmp_path):
     """The median pruner with no warm-up after one trial: a trial whose validation AUC stays below
     the first one's is pruned at its first iterations, by the real reports of fit."""
@@ -256,6 +257,7 @@ def test_failed_trials_are_recorded_not_fatal_and_do_not_use_up_the_budget(tmp_p
     assert "test_auc" in metrics and refit.info.status == "FINISHED" and parent.info.status == "FINISHED"
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_all_trials_failed_says_how_to_go_on_and_a_rerun_runs_n_trials(tmp_path, monkeypatch):
     """A study whose every trial failed is not stuck: the error quotes the first failure and says that
     rerunning runs n_trials new trials, which it does once the cause is fixed."""
@@ -420,6 +422,7 @@ def test_bad_settings_raise_before_any_trial_or_run(tmp_path, overrides, match):
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "optuna.db").exists()
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_sampler_search_space_is_tuned_with_the_method(tmp_path):
     cfg = make_cfg(tmp_path, "sampler=mvs", "tune.n_trials=3")
     assert "mvs" in cfg.tune.study_name

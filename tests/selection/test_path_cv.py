@@ -102,6 +102,7 @@ def test_cross_validate_is_the_folds_mean_and_standard_error(data):
     assert all(m.n_iter_ < 40 for m in models)  # each fold stopped early on its held-out rows
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_cv_without_an_eval_set_refits_on_all_rows_with_the_folds_tree_count(data):
     X, y = data[0], data[1]
     template = _template()
@@ -153,6 +154,7 @@ def test_a_regressor_cross_validates_by_rmse():
     assert set(path[2].features.tolist()) == {0, 1}
 
 
+@pytest.mark.slow  # 1.5-2 s: the default suite stays under 5 minutes (CI runs the slow tests too)
 def test_the_plot_of_a_cross_validated_path_shows_what_the_choice_compared(data):
     import matplotlib
 
