@@ -209,7 +209,9 @@ def test_jobs_on_a_ray_cluster_share_one_study(tmp_path, ray_cluster):
     address, env = ray_cluster
     argv = _multirun("runners.tune", tmp_path, [
         "hydra/launcher=ray", f"hydra.launcher.address={address}", "seed=0,0", "tune.n_trials=6",
-        "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1"])
+        "tune.n_startup_trials=2", "tune.pruner=null", "n_threads=1",
+        # trials of a second or more each: the second job starts before the first has run them all
+        "method.params.n_estimators=150"])
     res = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     cfg = tiny_study_cfg(tmp_path, "tune.n_trials=6")
