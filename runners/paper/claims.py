@@ -283,19 +283,23 @@ class Overlap:
         return self.kept < self.full
 
 
-def used_features(run_id: str) -> set[int]:
-    """The features a run's model uses (its ``selected_features.json``)."""
+def selected_features(run_id: str) -> list[int]:
+    """The features a run's model uses, in order of first use (its ``selected_features.json``)."""
     with tempfile.TemporaryDirectory() as tmp:
         path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="selected_features.json",
                                                    dst_path=tmp)
-        return {int(f["index"]) for f in json.loads(Path(path).read_text())["features"]}
+        return [int(f["index"]) for f in json.loads(Path(path).read_text())["features"]]
 
 
-def kept_columns(run_id: str) -> set[int]:
-    """The K columns a GBDT-topK run refitted on (its model file's ``columns_``)."""
+def topk_columns(run_id: str) -> list[int] | None:
+    """The columns a LightGBM GBDT-topK run refitted on, in order of importance (its model file's
+    ``columns_``); None for a run without such a model file."""
+    if "model.json" not in {a.path for a in MlflowClient().list_artifacts(run_id)}:
+        return None
     with tempfile.TemporaryDirectory() as tmp:
-        path = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="model.json", dst_path=tmp)
-        return {int(j) for j in load_model(path).columns_}
+        model = load_model(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="model.json",
+                                                               dst_path=tmp))
+        return [int(j) for j in model.columns_] if getattr(model, "kind", None) == "topk" else None
 
 
 def topk_overlaps(runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int]) -> list[Overlap]:
@@ -308,10 +312,10 @@ def topk_overlaps(runs: Mapping[str, Run], rows: Sequence, seeds: Sequence[int])
     out = []
     for seed in seeds:
         f_run, t_run = runs[f"{full}/{seed}"].info.run_id, runs[f"{topk}/{seed}"].info.run_id
-        names = {a.path for a in MlflowClient().list_artifacts(t_run)}
-        if "model.json" not in names:   # a store without model files: nothing to compare
+        kept = topk_columns(t_run)
+        if kept is None:   # a store without model files: nothing to compare
             return []
-        f, kept, used = used_features(f_run), kept_columns(t_run), used_features(t_run)
+        f, kept, used = set(selected_features(f_run)), set(kept), set(selected_features(t_run))
         out.append(Overlap(int(seed), len(f), len(kept), len(f & kept), len(used), len(f & used)))
     return out
 

@@ -17,22 +17,18 @@ recomputed from a model in memory.  Numbers are next to the paper's (``results/r
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import mlflow
 import numpy as np
 import pandas as pd
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig
 
-from gbfs import load_model
 from runners.core import experiment
 from runners.paper import claims as paper_claims
 from runners.tracking import figures
@@ -266,18 +262,8 @@ def curves(client: MlflowClient, run_id: str) -> dict[str, list[tuple[float, flo
 def first_features(run_id: str, n: int) -> list[int]:
     """A run's first ``n`` features: LightGBM GBDT-topK's ranking (its model file's columns, in
     order of importance), else the selected features in order of first use."""
-    with tempfile.TemporaryDirectory() as tmp:
-        names = {a.path for a in MlflowClient().list_artifacts(run_id)}
-        if "model.json" in names:
-            model = load_model(
-                mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="model.json", dst_path=tmp)
-            )
-            if getattr(model, "kind", None) == "topk":
-                return [int(j) for j in model.columns_[:n]]
-        path = mlflow.artifacts.download_artifacts(
-            run_id=run_id, artifact_path="selected_features.json", dst_path=tmp
-        )
-        return [int(f["index"]) for f in json.loads(Path(path).read_text())["features"]][:n]
+    columns = paper_claims.topk_columns(run_id)
+    return (paper_claims.selected_features(run_id) if columns is None else columns)[:n]
 
 
 @dataclass(frozen=True)
