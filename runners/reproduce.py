@@ -11,10 +11,10 @@ first seed's training rows (Table 5's search: mu, shrinkage, alpha), its best pa
 and scored once on test; every further seed fits the tuned parameters on its own draw of the data
 (a stand-in's generator, the validation split, the model's random choices) with
 :mod:`runners.run`.  GBDT-topK runs last, with K = the largest number of features GBFS, A-GBM and
-GT-GBM selected at that seed (the paper's rule, :func:`runners.paper.reproduce_plan.topk_k`).  A real
+GT-GBM selected at that seed (the paper's rule, :func:`runners.paper.reproduction.plan.topk_k`).  A real
 dataset whose files are not on disk is skipped with one line.  A ranking dataset (``dataset.task:
 ranking``, e.g. the stand-in ``ranking_like``) runs the rows of ``reproduce.ranking_rows`` the same
-way and gives the paper's Table 4 (:mod:`runners.paper.reproduce_ranking`).  The MVS paper's
+way and gives the paper's Table 4 (:mod:`runners.paper.reproduction.ranking`).  The MVS paper's
 Tables 2-4 come from :mod:`runners.paper.mvs.tables`.
 
 MLflow: one parent run per reproduction (``role=reproduction``, found again by ``reproduce.name``),
@@ -23,9 +23,11 @@ every study and fit nested under it and tagged ``reproduction`` (the parent's id
 tables are built by reading those runs back (:mod:`runners.paper.tables`), never from memory, so
 a second invocation resumes: a unit whose FINISHED run exists is reused, an interrupted study
 continues from its counted trials.  The parent is ended FINISHED, FAILED on an error, KILLED on
-Ctrl-C or SIGTERM (exit status 143).  One process at a time runs a reproduction: a second one of
-the same name stops before any run, naming the first (:mod:`runners.paper.reproduce_lock`).  The
-reproduction itself -- its parent run, its units, its tables -- is :mod:`runners.paper.reproduce_run`'s.
+Ctrl-C or SIGTERM (exit status 143). Its datasets and parts share no unit: ``reproduce.jobs`` of
+them run at once, in worker processes (:mod:`runners.paper.reproduction.jobs`). One process at a time
+runs a reproduction: a second one of the same name stops before any run, naming the first
+(:mod:`runners.paper.reproduction.lock`). The reproduction itself -- its parent run, its units, its
+tables -- is :mod:`runners.paper.reproduction.run`'s.
 """
 
 from __future__ import annotations
@@ -34,21 +36,24 @@ import os
 from pathlib import Path
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from runners import run as single_run
 from runners import tune
-from runners.paper import reproduce_run
-from runners.paper.reproduce_run import Compose
+from runners.paper.reproduction import run as reproduce_run
+from runners.paper.reproduction.jobs import Workers
+from runners.paper.reproduction.run import Compose
 from runners.tracking import runs as tracking
 
 
-def run(cfg: DictConfig, compose: Compose) -> dict[str, Path]:
+def run(cfg: DictConfig, compose: Compose, workers: Workers | None = None) -> dict[str, Path]:
     """Run (or resume) the reproduction of ``cfg.reproduce``, a unit's config being ``compose`` of its
-    overrides, its studies run by ``runners.tune`` and its further seeds' fits by ``runners.run``;
-    return the folders written, by dataset.  Raises what
-    :func:`runners.paper.reproduce_run.reproduce` raises, before any run is created."""
-    return reproduce_run.reproduce(cfg, compose, tune=tune.run, fit=single_run.run)
+    overrides, its studies run by ``runners.tune`` and its further seeds' fits by ``runners.run``
+    (with ``workers``, its independent parts first in ``reproduce.jobs`` processes at once); return
+    the folders written, by dataset.  Raises what :func:`runners.paper.reproduction.run.reproduce`
+    raises, before any run is created."""
+    return reproduce_run.reproduce(cfg, compose, tune=tune.run, fit=single_run.run, workers=workers)
 
 
 @hydra.main(version_base="1.3", config_path="../conf", config_name="reproduce")
@@ -56,7 +61,7 @@ def main(cfg: DictConfig) -> None:
     # the tables read many small artifacts back: no progress bar for each
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     with tracking.sigterm_as_interrupt():  # SIGTERM ends every open run KILLED, exits with status 143
-        run(cfg, reproduce_run.hydra_compose)
+        run(cfg, reproduce_run.hydra_compose, Workers(list(HydraConfig.get().overrides.task)))
 
 
 if __name__ == "__main__":

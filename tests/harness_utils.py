@@ -52,7 +52,7 @@ def paper_rows(method_prefix: str, k_param: str) -> list:
     """The GT-GBM paper's rows of a reproduction's tables (``conf/reproduce.yaml``): GBDT-Full, the
     selectors GBFS, A-GBM and GT-GBM, and GBDT-topK held to their K through ``k_param``; the method of
     row ``name`` is ``method=<method_prefix><name>``."""
-    from runners.paper.reproduce_plan import Row
+    from runners.paper.reproduction.plan import Row
 
     selectors = [Row(name, label, (f"method={method_prefix}{name}",), selector=True, paper=name)
                  for name, label in (("gbfs", "GBFS"), ("agbm", "A-GBM"), ("gtgbm", "GT-GBM"))]
@@ -63,7 +63,7 @@ def paper_rows(method_prefix: str, k_param: str) -> list:
 
 
 def unit_tags(parent: str, dataset: str, row: str, seed: int) -> dict[str, str]:
-    """The tags of the run of a reproduction's unit (``runners.paper.reproduce_run``): under the
+    """The tags of the run of a reproduction's unit (``runners.paper.reproduction.run``): under the
     reproduction ``parent``, its refit at seed 0 and evaluations at the other seeds."""
     return {"reproduction": parent, "repro_dataset": dataset, "repro_row": row, "seed": str(seed),
             "role": "refit" if seed == 0 else "evaluation"}

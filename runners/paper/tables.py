@@ -268,8 +268,8 @@ def first_features(run_id: str, n: int) -> list[int]:
 
 @dataclass(frozen=True)
 class DatasetRuns:
-    """One dataset of a reproduction, as its writer reads it (:data:`runners.paper.reproduce_run.WRITERS`:
-    :func:`write_dataset`, :func:`runners.paper.reproduce_ranking.write_dataset`): the store and the
+    """One dataset of a reproduction, as its writer reads it (:data:`runners.paper.reproduction.run.WRITERS`:
+    :func:`write_dataset`, :func:`runners.paper.reproduction.ranking.write_dataset`): the store and the
     parent run, the dataset's name, rows, runs (``"<row>/<seed>"``), seeds, unit config and the
     reproduction's settings, and the folder its tables go to."""
 

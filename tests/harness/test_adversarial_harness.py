@@ -28,7 +28,7 @@ from hydra.core.hydra_config import HydraConfig
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-# runners.core.checks, runners.tracking.stores and runners.paper.reproduce_lock are imported where used, so
+# runners.core.checks, runners.tracking.stores and runners.paper.reproduction.lock are imported where used, so
 # that each test of the runners' behaviour also runs (and fails) on a harness without them
 from runners import reproduce as rp
 from runners import run as run_module
@@ -491,7 +491,7 @@ def _holder(path: Path) -> subprocess.Popen:
 
 
 def test_a_second_reproduction_of_one_name_is_refused_naming_the_first(tmp_path):
-    from runners.paper import reproduce_lock
+    from runners.paper.reproduction import lock as reproduce_lock
 
     cfg = reproduce_cfg(tmp_path, EMPTY_REPRODUCTION)
     holder = _holder(reproduce_lock.lock_path(cfg))

@@ -29,8 +29,9 @@ from runners import reproduce as rp
 from runners import run as run_module
 from runners import tune
 from runners.core import experiment, ranking_eval
-from runners.paper import reproduce_ranking, reproduce_run
-from runners.paper.reproduce_plan import rows_by_task
+from runners.paper.reproduction import ranking as reproduce_ranking
+from runners.paper.reproduction import run as reproduce_run
+from runners.paper.reproduction.plan import rows_by_task
 from runners.paper.tables import DatasetRuns
 from runners.tracking import runs as tracking
 from runners.tuning.search_space import check_search_space
@@ -295,7 +296,7 @@ def test_table4_reads_the_runs_back_next_to_the_papers_numbers(hand_runs, tmp_pa
 
 @pytest.mark.slow
 def test_tiny_ranking_reproduction_writes_table4_and_resumes(tmp_path, caplog):
-    caplog.set_level("INFO", logger="runners.paper.reproduce_run")
+    caplog.set_level("INFO", logger="runners.paper.reproduction.run")
     base = [f"paths.root_dir={tmp_path}", f"paths.data_dir={tmp_path}/data", "reproduce.scale=tiny",
             "+reproduce.scales.tiny={seeds: [0, 1], n_trials: 1, mvs: null, datasets: "
             "{ranking_like: {scale: 0.015, kwargs: {n_features: 40, n_relevant: 4}}}}",   # s <= 40

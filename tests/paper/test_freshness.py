@@ -24,7 +24,7 @@ from runners.bench.speed import shapes as bench_shapes
 from runners.core import experiment
 from runners.paper import figure1 as gtgbm_figure1
 from runners.paper.gbfs_kdd import experiments as gbfs_experiments
-from runners.paper.reproduce_plan import data_overrides, rows_of
+from runners.paper.reproduction.plan import data_overrides, rows_of
 from runners.paper.utility_kb import experiments as utility_experiments
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,11 +13,11 @@ from sklearn.datasets import load_breast_cancer
 from sklearn.metrics import adjusted_rand_score
 
 from gbfs.data.synthetic.generators import make_gbfs_figure1
-from runners.paper import reproduce_parts
-from runners.paper import reproduce_plan as plan
 from runners.paper.gbfs_kdd import experiments as E
 from runners.paper.gbfs_kdd import report as R
 from runners.paper.gbfs_kdd import selectors as S
+from runners.paper.reproduction import parts as reproduce_parts
+from runners.paper.reproduction import plan as plan
 
 BOOSTER = {"n_estimators": 40, "learning_rate": 0.2, "max_depth": 3, "min_samples_leaf": 5,
            "early_stopping_rounds": 10}

@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from runners import reproduce as rp
 from runners.paper import claims as paper_claims
 from runners.paper import tables as paper_tables
-from runners.paper.reproduce_plan import Row, sampler_seed, topk_k
+from runners.paper.reproduction.plan import Row, sampler_seed, topk_k
 from runners.tracking import runs as tracking
 
 pytestmark = pytest.mark.usefixtures("restore_mlflow")
@@ -421,7 +421,7 @@ def test_sigterm_ends_every_run_and_a_rerun_resumes(tmp_path):
 
 
 def test_progress_counts_units_and_estimates_from_the_ones_that_ran():
-    from runners.paper.reproduce_run import Reproduction
+    from runners.paper.reproduction.run import Reproduction
 
     rep = Reproduction(None, None, None, None)
     rep.total, rep.reached = 10, 1

@@ -1,22 +1,22 @@
 """Running a reproduction of the papers' tables and figures (``python -m runners.reproduce``): its
 MLflow parent run, its units, and the tables written from their runs.
 
-A unit is one row of a table (:class:`runners.paper.reproduce_plan.Row`) on one dataset at one seed:
+A unit is one row of a table (:class:`runners.paper.reproduction.plan.Row`) on one dataset at one seed:
 on the first seed a tuning study and its refit, given to the command ``runners.tune``'s ``run``; on
 every further seed a fit of the tuned parameters, given to ``runners.run``'s (the commands are
-passed in by :mod:`runners.reproduce`, as ``tune`` and ``fit``).  Each unit's top-level run is nested
+passed in by :mod:`runners.reproduce`, as ``tune`` and ``fit``). Each unit's top-level run is nested
 under the parent run and tagged ``reproduction``, ``repro_dataset``, ``repro_row``, ``repro_config``
-(a digest of the settings that made it, :func:`runners.paper.reproduce_plan.digest`): a unit whose
-FINISHED run exists is found by those tags and reused.  The tables are written from the runs read
-back (:mod:`runners.paper.tables`, :mod:`runners.paper.reproduce_ranking`; the MVS paper's from the
-row-sampling comparison's run, :func:`mvs_tables`) and logged to the parent run as artifacts, one
-folder per dataset.
+(a digest of the settings that made it, :func:`runners.paper.reproduction.plan.digest`): a unit whose
+FINISHED run exists is found by those tags and reused. The tables are written from the runs read
+back (:mod:`runners.paper.tables`, :mod:`runners.paper.reproduction.ranking`; the MVS paper's from the
+row-sampling comparison's run, :func:`runners.paper.reproduction.parts.mvs_tables`) and logged to the
+parent run as artifacts, one folder per dataset.
 """
 
 from __future__ import annotations
 
-import json
 import logging
+import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,19 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import hydra
-import mlflow
-import pandas as pd
 from hydra.core.hydra_config import HydraConfig
 from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from runners.core import summaries
-from runners.paper import reproduce_lock, reproduce_parts, reproduce_ranking
 from runners.paper import tables as paper_tables
-from runners.paper.mvs import report as sampling_report
-from runners.paper.mvs import tables as reproduce_mvs
-from runners.paper.reproduce_plan import (
+from runners.paper.reproduction import jobs as reproduce_jobs
+from runners.paper.reproduction import lock as reproduce_lock
+from runners.paper.reproduction import parts as reproduce_parts
+from runners.paper.reproduction import ranking as reproduce_ranking
+from runners.paper.reproduction.plan import (
     Row,
     data_overrides,
     datasets_of,
@@ -51,7 +50,9 @@ from runners.paper.reproduce_plan import (
 )
 from runners.tracking import runs as tracking
 from runners.tracking.run_log import RunLog
+from runners.tracking.stores import DEFAULT_TIMEOUT
 from runners.tuning import checks as tuning_checks
+from runners.tuning.storages import open_storage
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,8 @@ class Reproduction:
     reached: int = 0
     ran: int = 0
     seconds: float = 0.0
+    #: whether worker processes ran the units first (:mod:`runners.paper.reproduction.jobs`)
+    in_workers: bool = False
 
     def progress(self) -> str:
         """``"unit k of N, ETA 12 min"``: the units left at the mean time of those run so far in this
@@ -91,6 +94,13 @@ class Reproduction:
             left = (self.total - self.reached + 1) * self.seconds / self.ran
             eta = f", ETA {left / 60:.0f} min" if left >= 60 else f", ETA {left:.0f} s"
         return f"unit {self.reached} of {self.total}{eta}"
+
+    def attach(self, parent_id: str) -> None:
+        """Work under the parent run ``parent_id`` of the reproduction that started this process (a
+        worker, :mod:`runners.paper.reproduction.jobs`), which holds its lock and ends it."""
+        self.exp_id = tracking.configure(self.cfg.tracking)
+        self.client = MlflowClient()
+        self.parent_id = parent_id
 
     def start(self) -> None:
         """Find this reproduction's parent run (by ``reproduce.name``) and reopen it, or create it."""
@@ -258,45 +268,6 @@ class Reproduction:
         self.client.set_terminated(self.parent_id, status)
 
 
-def mvs_tables(rep: Reproduction, settings: dict, folder: Path) -> Path:
-    """The MVS paper's Tables 2-4 (:mod:`runners.paper.mvs.tables`): the comparison's MLflow run under
-    the parent (``role=sampling``; reused when finished), its CSV and settings read back from that
-    run, the tables written into ``folder`` next to the paper's numbers."""
-    config = digest(settings, str(rep.cfg.reproduce.name))
-    run_id = reproduce_parts.finished_run(rep.client, rep.exp_id, rep.parent_id, "sampling", config)
-    if run_id is None:
-        log.info("MVS paper: comparing the row samplers on %s", settings.get("dataset"))
-        df, meta = reproduce_mvs.compute(settings)
-        with tempfile.TemporaryDirectory() as tmp:
-            paths = sampling_report.write(df, Path(tmp), meta)
-            (Path(tmp) / "meta.json").write_text(json.dumps(meta, default=str))
-            tags = {
-                "mlflow.parentRunId": rep.parent_id,
-                "reproduction": rep.parent_id,
-                "repro_config": config,
-                "worker": tracking.worker_id(),
-            }
-            run_id = sampling_report.log_mlflow(
-                df,
-                [*paths, Path(tmp) / "meta.json"],
-                meta,
-                rep.cfg.tracking.uri,
-                rep.cfg.tracking.experiment,
-                tags=tags,
-            )
-    with tempfile.TemporaryDirectory() as tmp:
-        local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
-        df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())
-    for path in reproduce_mvs.write(df, meta, folder):
-        if path.suffix == ".md":  # every number traces to the comparison's run
-            with path.open("a") as f:
-                f.write(
-                    f"\nFrom MLflow run `{run_id}` (role=sampling) under the reproduction's run "
-                    f"`{rep.parent_id}`.\n"
-                )
-    return folder
-
-
 def dataset_task(compose: Compose, name: str, settings: Mapping) -> str:
     """``dataset.task`` of a dataset of the scale (``binary`` unless its config says ``ranking``)."""
     return str(compose(data_overrides(name, settings)).dataset.get("task", "binary"))
@@ -313,10 +284,14 @@ def tuned_params(compose: Compose, row: Row, refit: Run) -> dict[str, str]:
     }
 
 
-def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command) -> dict[str, Path]:
+def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command,
+              workers: reproduce_jobs.Workers | None = None) -> dict[str, Path]:
     """Run (or resume) the reproduction of ``cfg.reproduce``, its units' configs built by ``compose``,
     its studies run by ``tune`` and its further seeds' fits by ``fit``; return the folders written,
-    by dataset.
+    by dataset.  With ``workers`` and ``reproduce.jobs`` above 1, its independent parts run first in
+    that many worker processes at once (:mod:`runners.paper.reproduction.jobs`).  In a worker (the
+    parent run's id in :data:`runners.paper.reproduction.jobs.PARENT_ENV`) it runs its part under that
+    parent run, without the lock, and leaves the parent run to the process that started it.
 
     Raises
     ------
@@ -324,18 +299,25 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command)
         On a bad ``reproduce`` setting or one its units share
         (:func:`runners.tuning.checks.check_reproduction`), before any run is created.
     RuntimeError
-        When the same reproduction already runs in another process (:mod:`runners.paper.reproduce_lock`),
+        When the same reproduction already runs in another process (:mod:`runners.paper.reproduction.lock`),
         before any run is created.
     """
     tuning_checks.check_reproduction(cfg)   # the settings its units share, naming the key
+    jobs = reproduce_jobs.check_jobs(cfg.reproduce.get("jobs", 1))
     scale = scale_of(cfg)
     tasks = {name: dataset_task(compose, name, settings) for name, settings in datasets_of(cfg).items()}
     rows = rows_by_task(cfg, tasks)
     rep = Reproduction(cfg, compose, tune, fit)
+    parent = os.environ.get(reproduce_jobs.PARENT_ENV)
+    if parent:
+        rep.attach(parent)
+        return _units_and_tables(rep, tasks, rows, [int(s) for s in scale.seeds], worker=True)
     with reproduce_lock.hold(cfg):   # a second reproduction of this name stops here, naming the first
         rep.start()
         t0, status = time.perf_counter(), "FAILED"
         try:
+            if workers is not None and jobs > 1:
+                _in_workers(rep, workers, jobs)
             written = _units_and_tables(rep, tasks, rows, [int(s) for s in scale.seeds])
             status = "FINISHED"
         except BaseException as err:
@@ -350,11 +332,31 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command)
     return written
 
 
+def _parts(cfg: DictConfig) -> list[str]:
+    """The parts of :mod:`runners.paper.reproduction.parts` this reproduction makes."""
+    return [p for p in papers_of(cfg) if p in reproduce_parts.PARTS and scale_of(cfg).get(p)]
+
+
+def _in_workers(rep: Reproduction, workers: reproduce_jobs.Workers, jobs: int) -> None:
+    """The reproduction's independent items (datasets on disk, the MVS tables, the parts) in ``jobs``
+    worker processes at once, when there are two or more."""
+    cfg = rep.cfg
+    on_disk = [n for n in datasets_of(cfg) if missing_data(n, cfg.paths.data_dir) is None]
+    todo = reproduce_jobs.items(on_disk, runs_mvs(cfg), _parts(cfg))
+    if len(todo) > 1:
+        if cfg.tune.get("enabled"):   # created once here: workers on a fresh storage race to create it
+            open_storage(cfg.tune.storage, cfg.tune.get("storage_timeout", DEFAULT_TIMEOUT))
+        log_dir = Path(HydraConfig.get().runtime.output_dir) / "jobs" if HydraConfig.initialized() \
+            else Path(tempfile.mkdtemp(prefix="reproduce-jobs-"))
+        workers.run(todo, min(jobs, len(todo)), rep.parent_id, log_dir)
+        rep.in_workers = True
+
+
 def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping[str, list[Row]],
-                      seeds: list[int]) -> dict[str, Path]:
+                      seeds: list[int], worker: bool = False) -> dict[str, Path]:
     """Every unit of every dataset on disk, then its tables (and the MVS paper's, and the parts of
-    :mod:`runners.paper.reproduce_parts`), logged to the parent run; returns the folders written, by
-    dataset or part."""
+    :mod:`runners.paper.reproduction.parts`), logged to the parent run (a ``worker`` logs only each
+    dataset's seconds); returns the folders written, by dataset or part."""
     cfg, written = rep.cfg, {}
     out = Path(str(cfg.reproduce.out_dir))
     rep.total = sum(len(rows[tasks[name]]) * len(seeds) for name in datasets_of(cfg)
@@ -369,17 +371,21 @@ def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping
         data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
         written[name] = WRITERS[tasks[name]](paper_tables.DatasetRuns(
             rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name))
-        rep.run_log.metrics({f"seconds_{name}": time.perf_counter() - t1})
+        if worker or not rep.in_workers:  # a worker's seconds are the dataset's, not its tables'
+            rep.run_log.metrics({f"seconds_{name}": time.perf_counter() - t1})
         print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
     if runs_mvs(cfg):
         mvs = OmegaConf.to_container(scale_of(cfg).mvs, resolve=True)
-        written["mvs"] = mvs_tables(rep, mvs, out / "mvs")
+        written["mvs"] = reproduce_parts.mvs_tables(rep.client, rep.exp_id, rep.parent_id, rep.cfg, mvs,
+                                                     out / "mvs")
         print(f"mvs: {written['mvs']}")
-    for name in (p for p in papers_of(cfg) if p in reproduce_parts.PARTS and scale_of(cfg).get(p)):
+    for name in _parts(cfg):
         settings = OmegaConf.to_container(scale_of(cfg)[name], resolve=True)
         written[name] = reproduce_parts.run_part(rep.client, rep.exp_id, rep.parent_id, name, settings,
                                                  digest(settings, str(cfg.reproduce.name)), out / name)
         print(f"{name}: {written[name]}")
+    if worker:
+        return written
     parent = rep.run_log
     for key, folder in written.items():
         for path in sorted(folder.iterdir()):

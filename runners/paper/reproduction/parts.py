@@ -1,11 +1,11 @@
-"""The parts of a reproduction that are experiments rather than tables of tuned rows (the GBFS and
-the Koepke-Bilenko papers' Sections 5): each is computed once in one MLflow run under the
-reproduction's parent run, its tables logged there as CSV with its settings, and its figures and
-claims written from the run read back -- so a rerun of the same settings reuses the run, and
-every number traces to it.
+"""The parts of a reproduction that are experiments rather than tables of tuned rows (the GBFS and the
+Koepke-Bilenko papers' Sections 5, the MVS paper's Tables 2-4 in :func:`mvs_tables`): each is
+computed once in one MLflow run under the reproduction's parent run, its tables logged there as CSV
+with its settings, and its figures and claims written from the run read back -- so a rerun of the
+same settings reuses the run, and every number traces to it.
 
-A part is one :class:`Part` in :data:`PARTS`, keyed by its name in ``reproduce.papers``; its settings
-are ``reproduce.scales.<scale>.<name>`` (a scale without them skips the part).
+A part is one :class:`Part` in :data:`PARTS`, keyed by its name in ``reproduce.papers``; its
+settings are ``reproduce.scales.<scale>.<name>`` (a scale without them skips the part).
 """
 
 from __future__ import annotations
@@ -23,9 +23,13 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
+from omegaconf import DictConfig
 
 from runners.paper.gbfs_kdd import experiments as gbfs_experiments
 from runners.paper.gbfs_kdd import report as gbfs_report
+from runners.paper.mvs import report as sampling_report
+from runners.paper.mvs import tables as reproduce_mvs
+from runners.paper.reproduction.plan import digest
 from runners.paper.utility_kb import experiments as utility_experiments
 from runners.paper.utility_kb import report as utility_report
 from runners.tracking import runs as tracking
@@ -111,4 +115,45 @@ def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, setti
         f.write(f"\nFrom MLflow run `{run_id}` (role={name}_paper) under the reproduction's run "
                 f"`{parent_id}`.\n")
     log.info("%s: %d files in %s", name, len(paths), folder)
+    return folder
+
+
+def mvs_tables(client: MlflowClient, exp_id: str, parent_id: str, cfg: DictConfig, settings: dict,
+               folder: Path) -> Path:
+    """The MVS paper's Tables 2-4 (:mod:`runners.paper.mvs.tables`) of the reproduction ``cfg``: the
+    comparison's MLflow run under the parent (``role=sampling``; reused when finished), its CSV and
+    settings read back from that run, the tables written into ``folder`` next to the paper's
+    numbers."""
+    config = digest(settings, str(cfg.reproduce.name))
+    run_id = finished_run(client, exp_id, parent_id, "sampling", config)
+    if run_id is None:
+        log.info("MVS paper: comparing the row samplers on %s", settings.get("dataset"))
+        df, meta = reproduce_mvs.compute(settings)
+        with tempfile.TemporaryDirectory() as tmp:
+            paths = sampling_report.write(df, Path(tmp), meta)
+            (Path(tmp) / "meta.json").write_text(json.dumps(meta, default=str))
+            tags = {
+                "mlflow.parentRunId": parent_id,
+                "reproduction": parent_id,
+                "repro_config": config,
+                "worker": tracking.worker_id(),
+            }
+            run_id = sampling_report.log_mlflow(
+                df,
+                [*paths, Path(tmp) / "meta.json"],
+                meta,
+                cfg.tracking.uri,
+                cfg.tracking.experiment,
+                tags=tags,
+            )
+    with tempfile.TemporaryDirectory() as tmp:
+        local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
+        df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())
+    for path in reproduce_mvs.write(df, meta, folder):
+        if path.suffix == ".md":  # every number traces to the comparison's run
+            with path.open("a") as f:
+                f.write(
+                    f"\nFrom MLflow run `{run_id}` (role=sampling) under the reproduction's run "
+                    f"`{parent_id}`.\n"
+                )
     return folder
