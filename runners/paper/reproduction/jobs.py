@@ -98,8 +98,9 @@ class Workers:
         RuntimeError
             Naming every item whose worker failed, once the running ones have ended.
         """
-        # no progress bars in a worker: their redraws would interleave with the other workers' lines
-        env = {**os.environ, PARENT_ENV: parent_id, "TQDM_DISABLE": "1"}
+        # no progress bars in a worker (their redraws would interleave with the other workers' lines);
+        # unbuffered, so its lines come as they are printed
+        env = {**os.environ, PARENT_ENV: parent_id, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"}
         procs: dict[str, subprocess.Popen] = {}
         stop = threading.Event()
         lock = threading.Lock()
