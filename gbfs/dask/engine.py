@@ -26,9 +26,11 @@ from ..booster.kernels.histogram import HistogramLayout
 from ..booster.normaliser import tree_normaliser
 from ..booster.rounds import BoostingParams, BoostingResult, Slot, records, run_rounds
 from ..booster.tree_step import check_residual_scale, check_score_bound, leaf_values, node_values
+from ..criteria.group_testing import draw_subsets
 from ..criteria.methods import METHODS
 from ..criteria.penalty import FeatureUsage
 from ..criteria.refit import refit_params, top_k
+from . import group_tests as gt
 from . import mvs
 from .shard import RESIDUAL_STATS, channels, feature_bins
 
@@ -82,9 +84,20 @@ class ShardSource:
         self._pending.append((int(start), int(end), int(n_left), int(feature), int(bin_threshold),
                               bool(missing_left)))
 
+    #: the sum of the shards' answers in partition order
+    fold = staticmethod(fold)
+
     def _take(self) -> list:
         pending, self._pending = self._pending, []
         return pending
+
+    def with_splits(self, method: str, *args) -> list:
+        """``shard.method(pending splits, *args)`` on every shard, each answering its left-child
+        counts (checked) and an answer; the answers in partition order."""
+        pending = self._take()
+        answers = self.group.call(method, pending, *args)
+        self._check(pending, [a[0] for a in answers])
+        return [a[1] for a in answers]
 
     def _check(self, pending: list, counts: list) -> None:
         for k, (start, end, n_left, *_) in enumerate(pending):
@@ -131,6 +144,8 @@ class DistributedStep:
         # weighted rows' second channel is their weight, not their count
         self.unit_h = not params.criterion.hessian_weighted and params.sampler is None
         self.source = ShardSource(group, HistogramLayout(bin_mapper.n_bins_non_missing_), self.unit_h)
+        if hasattr(search, "bind"):  # a search that asks the shards (GT-GBM's group tests)
+            search.bind(self.source)
         self.grower = RemoteGrower(self.source, group.n_rows, bin_mapper, params.growth, search)
         group.call("start", init_score, params.criterion.hessian_weighted, params.leaf_estimate.newton)
         self.score_bound = abs(init_score)
@@ -263,18 +278,33 @@ class ShardFit:
     comm: dict
 
 
+def group_tests(est, group: ShardGroup, bin_mapper, params: BoostingParams, seed: int, plan=None):
+    """GT-GBM's search on shards: the subsets drawn from the fit's seed as one process draws them
+    (:func:`gbfs.estimators.fitting.prepare`), each shard's precompute of its rows, the search of
+    ``params.group_test_scope`` with the group-test row samples' stream of
+    :func:`gbfs.estimators.fitting.select` (``plan``: the subsets' plan, by default the
+    estimator's for every row)."""
+    d = int(bin_mapper.n_edges_.shape[0])
+    plan = est._group_test_plan(group.n_rows, d) if plan is None else plan
+    subsets = draw_subsets(plan, d, np.random.default_rng([seed, 1]))
+    group.call("gt_precompute", bin_mapper.standardised_values_, subsets)
+    rng = np.random.default_rng([seed, 2])  # the group tests' row samples
+    return gt.SCOPES[params.group_test_scope](subsets, params.group_test_rows, rng)
+
+
 def fit(est, group: ShardGroup, bin_mapper, params: BoostingParams, costs, bags, callbacks=(),
-        seed: int = 0) -> ShardFit:
+        seed: int = 0, plan=None) -> ShardFit:
     """The selection fit, then the relaxed refit or GBDT-topK's refit, as
     :func:`gbfs.estimators.fitting.fit_prepared` runs them in one process (``seed``: the fit's, which
-    seeds the row samples)."""
+    seeds the row samples; ``plan``: GT-GBM's, as :func:`group_tests`)."""
     d = int(bin_mapper.n_edges_.shape[0])
     plain = params.method.ranks  # GBDT-topK ranks an unpenalised fit on every feature
+    search = group_tests(est, group, bin_mapper, params, seed, plan) if params.method.group_tests else None
     usage = FeatureUsage(d, 0.0 if plain else float(est.mu), costs, bags, None if plain else est.max_features,
                          None if plain else est.max_cost)
     select_params = params if not plain else dataclasses.replace(
         params, method=METHODS["gbfs"], stop_when_full=False, selection_patience=None)
-    result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est, seed=(seed, 3))
+    result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est, search, seed=(seed, 3))
     selection = None
     if plain:
         selection = top_k(result.trees, d, est.max_features, est.importance_type, costs, est.max_cost)

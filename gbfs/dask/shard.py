@@ -23,6 +23,7 @@ from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
 from ..booster.tree import PackedEnsemble, Tree
 from ..booster.tree_step import add_leaf_values, leaf_sums
 from ..sampling.kernels import mvs_select, regularized_abs
+from .group_tests import ShardTests
 
 #: the statistics :meth:`Shard.residuals` returns, in this order: the tree's rows, ``sum w r``,
 #: ``sum w r^2``, ``sum w``, the second channel's sum (``w`` or ``w h``), the Newton normaliser's
@@ -79,6 +80,7 @@ class Shard:
         self.index = index  # the partition's index: its row samples' seed
         self._sampled = False
         self._rw, self._hw, self._den = self.r, self.h, self.h
+        self.tests = None  # GT-GBM's precompute of these rows (gbfs.dask.group_tests)
 
     @property
     def n(self) -> int:
@@ -89,7 +91,7 @@ class Shard:
         """Bytes this shard holds (binned rows, per-row channels, one histogram)."""
         arrays = (self.X, self.y, self.raw, self.r, self.h, self._partition, self._buffer, self._r_ord,
                   self._h_ord, self._hist)
-        return int(sum(a.nbytes for a in arrays))
+        return int(sum(a.nbytes for a in arrays)) + (0 if self.tests is None else self.tests.nbytes)
 
     # -- the fit's state ------------------------------------------------------------------------
     def label_sum(self) -> float:
@@ -97,6 +99,7 @@ class Shard:
 
     def restrict(self, columns: np.ndarray, n_bins_non_missing: np.ndarray) -> None:
         """Keep only ``columns`` (a refit on a selection); the histogram layout follows."""
+        self.tests = None  # a refit searches every selected feature: no group tests
         self.X = np.asfortranarray(self.X[:, columns])
         self.cols = np.arange(self.X.shape[1], dtype=np.int64)
         self.layout = HistogramLayout(n_bins_non_missing)
@@ -214,6 +217,28 @@ class Shard:
                         self.layout.n_bins, hist)
         picked = hist[feature_bins(self.layout.offsets, features)][:, channels(unit_h)]
         return counts, np.ascontiguousarray(picked)
+
+    # -- GT-GBM's group tests (gbfs.dask.group_tests) ---------------------------------------------
+    def gt_precompute(self, z_values: np.ndarray, subsets: np.ndarray) -> None:
+        """GT-GBM's precompute of this shard's rows for the driver's ``subsets``."""
+        self.tests = ShardTests(self.X, z_values, subsets)
+
+    def gt_node(self, splits: list, start: int, end: int, unit_h: bool) -> tuple[list[int], np.ndarray]:
+        """Apply the pending ``splits``, then test node ``start..end`` on this shard's rows of it."""
+        counts = self.split(splits)
+        lo, hi = self._range((start, end))
+        rows = self._partition[lo:hi].copy()
+        h_ord = np.empty(0) if unit_h else self._hw[rows]
+        return counts, self.tests.node(rows, self._rw[rows], h_ord)
+
+    def gt_sample(self, pick: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        return self.tests.sample(pick, offsets, self.index)
+
+    def gt_bounds(self, ks, los, his) -> np.ndarray:
+        return self.tests.bounds(ks, los, his)
+
+    def gt_histograms(self, ks, los, his, mns, mxs, live) -> np.ndarray:
+        return self.tests.histograms(ks, los, his, mns, mxs, live)
 
     def counts(self, features: np.ndarray) -> np.ndarray:
         """Row counts of ``features``' bins over all rows (channel 0 zero, channel 1 the count)."""
