@@ -30,8 +30,8 @@ from ..criteria.group_testing import draw_subsets
 from ..criteria.methods import METHODS
 from ..criteria.penalty import FeatureUsage
 from ..criteria.refit import refit_params, top_k
+from . import goss, mvs
 from . import group_tests as gt
-from . import mvs
 from .shard import RESIDUAL_STATS, channels, feature_bins
 
 
@@ -44,6 +44,9 @@ class ShardGroup(Protocol):
     def call(self, method: str, *args) -> list:
         """``shard.method(*args)`` on every shard; the answers in partition order."""
 
+    def call_one(self, index: int, method: str, *args):
+        """``shard.method(*args)`` on the shard of partition ``index``; its answer."""
+
 
 class InProcessGroup:
     """Shards in this process (tests, and the reference a distributed fit is compared with)."""
@@ -55,6 +58,9 @@ class InProcessGroup:
 
     def call(self, method: str, *args) -> list:
         return [getattr(s, method)(*args) for s in self.shards]
+
+    def call_one(self, index: int, method: str, *args):
+        return getattr(self.shards[index], method)(*args)
 
 
 def fold(parts: list):
@@ -150,6 +156,7 @@ class DistributedStep:
         group.call("start", init_score, params.criterion.hessian_weighted, params.leaf_estimate.newton)
         self.score_bound = abs(init_score)
         self._update = None  # the last tree's leaves and values, sent with the next request
+        self._drawn = 0  # uniforms GOSS's stream has drawn (one per row of a sampling tree)
 
     def _take_update(self):
         update, self._update = self._update, None
@@ -161,12 +168,16 @@ class DistributedStep:
 
     def _rows(self, it: int) -> list:
         """The shards' statistics of this tree's rows: every row, each partition's own SGB sample,
-        or an MVS sample under one threshold over all rows (:mod:`gbfs.dask.mvs`)."""
+        an MVS sample under one threshold over all rows (:mod:`gbfs.dask.mvs`) or the
+        single-process GOSS sample (:mod:`gbfs.dask.goss`)."""
         sampler = self.params.sampler
         if sampler is None or sampler.kind == "sgb":
             sample = None if sampler is None else (sampler, it, self.seed)
             return self.group.call("residuals", self._take_update(), sample)  # the last tree's scores first
         parts = self.group.call("residuals", self._take_update(), None)
+        if sampler.kind == "goss":
+            drawn, self._drawn = self._drawn, self._drawn + (self.group.n_rows if sampler.draws(it) else 0)
+            return goss.draw(self.group, sampler, it, drawn, self.seed, fold)
         if sampler.subsample >= 1.0:  # every row (the sampler's weights would all be 1)
             return parts
         return mvs.draw(self.group, sampler, dict(zip(RESIDUAL_STATS, fold(parts).tolist())), it, self.seed,

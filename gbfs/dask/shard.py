@@ -22,7 +22,7 @@ from ..booster.kernels.portable import dot, total
 from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
 from ..booster.tree import PackedEnsemble, Tree
 from ..booster.tree_step import add_leaf_values, leaf_sums
-from ..sampling.kernels import mvs_select, regularized_abs
+from ..sampling.kernels import mvs_select, regularized_abs, selection_pass, top_mask
 from .group_tests import ShardTests
 
 #: the statistics :meth:`Shard.residuals` returns, in this order: the tree's rows, ``sum w r``,
@@ -159,6 +159,48 @@ class Shard:
         rows, w = mvs_select(self._v, mu, p_zero, u)
         self._sampled = True
         return np.array([*self._weigh(rows, w), self._max_abs])
+
+    # -- GOSS with the single-process sample (gbfs.dask.goss) -------------------------------------
+    def goss_keys(self, sampler) -> np.ndarray:
+        """GOSS's keys of this shard's rows (after :meth:`residuals` without a sample), kept sorted
+        for the search of the a-th largest; returns ``[rows, largest key]``."""
+        h = self.h if self.hessian_weighted else np.ones(self.n)  # the sampler's h: None means 1
+        self._key = sampler.key(self.r, h)
+        self._key_sorted = np.sort(self._key)
+        return np.array([self.n, self._key_sorted[-1] if self.n else 0.0])
+
+    def goss_at_least(self, values: np.ndarray) -> np.ndarray:
+        """For each value: this shard's keys at or above it."""
+        return (self.n - np.searchsorted(self._key_sorted, values, side="left")).astype(np.float64)
+
+    def goss_between(self, lo: float, hi: float) -> np.ndarray:
+        """This shard's keys in ``[lo, hi)``."""
+        s = self._key_sorted
+        return s[np.searchsorted(s, lo, side="left"):np.searchsorted(s, hi, side="left")]
+
+    def goss_top(self, kth: float) -> np.ndarray:
+        """``[keys above kth, keys equal to it]``."""
+        s = self._key_sorted
+        below, upto = np.searchsorted(s, kth, side="left"), np.searchsorted(s, kth, side="right")
+        return np.array([self.n - upto, upto - below])
+
+    def goss_draw(self, kth, n_top: int, need: int, left: int, w_other: float, start: int, seed: tuple):
+        """Keep the ``n_top`` rows of key ``>= kth`` (ties to the lowest rows) and continue the
+        selection sampling of the others from ``need`` still to draw of ``left`` (with the
+        stream's uniforms from its ``start``-th, one per row); ``kth`` None: every row, weight 1.
+        Returns :data:`RESIDUAL_STATS` of the sample and the number of other rows drawn."""
+        if kth is None:
+            rows, w = np.arange(self.n, dtype=np.int32), np.ones(self.n)
+        elif not self.n:
+            return np.zeros(len(RESIDUAL_STATS)), 0
+        else:
+            top = top_mask(self._key, kth, n_top) if n_top > 0 else np.zeros(self.n, dtype=np.bool_)
+            bits = np.random.PCG64(np.random.SeedSequence(list(seed)))  # default_rng(list(seed))'s
+            bits.advance(start)  # one 64-bit draw per uniform
+            u = np.random.Generator(bits).random(self.n)
+            rows, w = selection_pass(top, n_top, need, left, u, w_other)
+        self._sampled = True
+        return np.array([*self._weigh(rows, w), self._max_abs]), int(rows.shape[0] - n_top)
 
     def _weigh(self, rows: np.ndarray, w: np.ndarray) -> list:
         """The sampled tree's rows and weighted channels (as the one-process step's buffers)."""
