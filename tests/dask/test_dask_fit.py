@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dask_cases import wide
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 from gbfs.dask import DaskGBFSClassifier, DaskGBFSRegressor
@@ -134,3 +135,28 @@ def test_one_partition_is_the_local_fit_bit_for_bit(client2):
         for name in ("feature", "threshold", "value", "gain", "count"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     np.testing.assert_array_equal(local.predict_proba(X), dist.predict_proba(X))
+
+
+@pytest.mark.parametrize("scope", ["node", "tree"])
+def test_gtgbm_on_two_and_four_workers_is_the_local_model(client2, client4, scope):
+    kw = {"method": "gtgbm", "mu": 0.01, "n_estimators": 10, "max_leaves": 8, "min_samples_leaf": 10,
+          "random_state": 0, "group_test_scope": scope, "n_target_features": 1 if scope == "node" else 2}
+    X, y = wide()
+    local = GBFSClassifier(**kw).fit(X, y)
+    for client, rows in ((client2, 250), (client4, 100)):
+        dist = DaskGBFSClassifier(client=client, **kw).fit(da.from_array(X, chunks=(rows, X.shape[1])),
+                                                           da.from_array(y, chunks=rows))
+        _compare(local, dist, X)
+
+
+@pytest.mark.parametrize("style", ["paper", "lightgbm"])
+def test_goss_on_two_and_four_workers_is_the_local_model(client2, client4, style):
+    kw = {"method": "agbm", "mu": 0.01, "n_estimators": 12, "max_leaves": 8, "random_state": 0,
+          "sampler": "goss", "top_rate": 0.2, "other_rate": 0.3, "goss_style": style, "learning_rate": 0.25}
+    X, y = _data(seed=12, classify=False)
+    local = GBFSRegressor(**kw).fit(X, y)
+    for client, rows in ((client2, 250), (client4, 100)):
+        dist = DaskGBFSRegressor(client=client, **kw).fit(da.from_array(X, chunks=(rows, 8)),
+                                                          da.from_array(y, chunks=rows))
+        _compare(local, dist, X)
+        assert [r["n_rows_sampled"] for r in dist.history_] == [r["n_rows_sampled"] for r in local.history_]
