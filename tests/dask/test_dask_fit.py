@@ -160,3 +160,26 @@ def test_goss_on_two_and_four_workers_is_the_local_model(client2, client4, style
                                                           da.from_array(y, chunks=rows))
         _compare(local, dist, X)
         assert [r["n_rows_sampled"] for r in dist.history_] == [r["n_rows_sampled"] for r in local.history_]
+
+
+def test_gtgbm_memory_budget_is_per_worker(client2):
+    """max_precompute_bytes bounds the precompute of the worker holding most rows (refused before
+    any binning, naming the parameter); a budget for half the rows fits on two workers."""
+    from distributed import wait
+
+    X, y = wide(n=400, d=20)
+    workers = sorted(client2.scheduler_info()["workers"])
+    # one partition on each worker
+    parts = [client2.scatter(X[k * 200:(k + 1) * 200], workers=[w]) for k, w in enumerate(workers)]
+    labels = [client2.scatter(y[k * 200:(k + 1) * 200], workers=[w]) for k, w in enumerate(workers)]
+    wait(parts + labels)
+    Xd = da.concatenate([da.from_delayed(p, shape=(200, 20), dtype=float) for p in parts])
+    yd = da.concatenate([da.from_delayed(p, shape=(200,), dtype=float) for p in labels])
+    kw = {"method": "gtgbm", "n_target_features": 2, "n_subsets": 3, "n_estimators": 2, "random_state": 0}
+    half = GBFSClassifier(**kw)._group_test_plan(200, 20).nbytes
+    with pytest.raises(ValueError, match="max_precompute_bytes"):
+        DaskGBFSClassifier(client=client2, max_precompute_bytes=half - 1, **kw).fit(Xd, yd)
+    est = DaskGBFSClassifier(client=client2, max_precompute_bytes=half, **kw).fit(Xd, yd)
+    assert len(est.trees_) == 2 and est.timings_["n_partitions"] == 2
+    with pytest.raises(ValueError, match="max_precompute_bytes"):  # one process needs both halves
+        GBFSClassifier(max_precompute_bytes=half, **kw).fit(X, y)
