@@ -117,49 +117,47 @@ class ShardTests:
         return out
 
 
+def _gains(source, ks, los, his, tols, sums: tuple, rule: tuple) -> np.ndarray:
+    """GT score of each half (positions ``los[t]..his[t]`` of subset ``ks[t]``) on the node's rows
+    of every shard: their global bounds, then their histograms summed in partition order."""
+    group = source.group
+    b = np.stack(group.call("gt_bounds", ks, los, his))
+    mns, mxs = b[:, :, 0].min(axis=0), b[:, :, 1].max(axis=0)  # exact in any order
+    live = mxs - mns > tols  # a spread within tol is float32 rounding: no split
+    hists = source.fold(group.call("gt_histograms", ks, los, his, mns, mxs, live))
+    gains = np.full(ks.shape[0], -np.inf)
+    full = np.zeros((N_BINS, 3))  # bins GT_BINS.. (the missing bin included) stay zero
+    for t in np.flatnonzero(live):
+        full[:G.GT_BINS] = hists[t]
+        gains[t] = G.pseudo_hist_gain(full, G.GT_BINS, *sums, *rule)
+    return gains
+
+
 def candidates(source, subsets: np.ndarray, node, pick, rule: tuple) -> np.ndarray:
     """The candidate set C of the grower's ``node`` (Algorithm 2, lines 2-10) from the shards.
 
     ``source`` is the fit's :class:`~gbfs.dask.engine.ShardSource`; ``pick`` the positions of the
-    node's group-test sample (None: all its rows, whose sums are the node's); ``rule`` = ``(min_samples_leaf,
-    min_child_weight, reg_lambda)`` of the tests.
+    node's group-test sample (None: all its rows, whose sums are the node's); ``rule`` =
+    ``(min_samples_leaf, min_child_weight, reg_lambda)`` of the tests.
     """
-    group = source.group
     parts = source.with_splits("gt_node", int(node.start), int(node.end), source.unit_h)
-    count, sum_g, sum_h = node.count, node.sum_g, node.sum_h
+    sums = (node.sum_g, node.sum_h, float(node.count))
     if pick is not None:
         offsets = np.cumsum([0] + [int(a[0]) for a in parts[:-1]])
-        count, sum_g, sum_h = source.fold(group.call("gt_sample", pick, offsets)).tolist()
+        count, sum_g, sum_h = source.fold(source.group.call("gt_sample", pick, offsets)).tolist()
+        sums = (sum_g, sum_h, count)
     p, m = subsets.shape
     lo, hi = np.zeros(p, dtype=np.int64), np.full(p, m, dtype=np.int64)
     best = np.full(p, -np.inf)
-    while True:
-        # every half of this level: one feature alone when m == 1, else both halves of a live range
-        if m == 1:
-            ks, los, his = np.arange(p), lo, hi
-            tols = np.array([G.halves(a, b)[1] for a, b in zip(lo, hi)])
-        else:
-            act = np.flatnonzero(hi - lo > 1)
-            if not act.size:
-                break
-            split = [G.halves(a, b) for a, b in zip(lo[act], hi[act])]
-            mid = np.array([s[0] for s in split], dtype=np.int64)
-            ks = np.repeat(act, 2)
-            los = np.stack([lo[act], mid], axis=1).ravel()
-            his = np.stack([mid, hi[act]], axis=1).ravel()
-            tols = np.repeat([s[1] for s in split], 2)
-        b = np.stack(group.call("gt_bounds", ks, los, his))
-        mns, mxs = b[:, :, 0].min(axis=0), b[:, :, 1].max(axis=0)  # exact in any order
-        live = mxs - mns > tols  # a spread within tol is float32 rounding: no split
-        hists = source.fold(group.call("gt_histograms", ks, los, his, mns, mxs, live))
-        gains = np.full(ks.shape[0], -np.inf)
-        full = np.zeros((N_BINS, 3))
-        for t in np.flatnonzero(live):
-            full[:G.GT_BINS] = hists[t]
-            gains[t] = G.pseudo_hist_gain(full, G.GT_BINS, sum_g, sum_h, float(count), *rule)
-        if m == 1:
-            best = gains
-            break
+    if m == 1:  # one feature per subset: nothing to halve, the feature is tested alone
+        best = _gains(source, np.arange(p), lo, hi, np.full(p, G.halves(0, 1)[1]), sums, rule)
+    while np.any(hi - lo > 1):  # one halving level of every subset not yet down to one feature
+        act = np.flatnonzero(hi - lo > 1)
+        split = [G.halves(a, b) for a, b in zip(lo[act], hi[act])]
+        mid = np.array([s[0] for s in split], dtype=np.int64)
+        gains = _gains(source, np.repeat(act, 2), np.stack([lo[act], mid], axis=1).ravel(),
+                       np.stack([mid, hi[act]], axis=1).ravel(), np.repeat([s[1] for s in split], 2),
+                       sums, rule)
         for j, k in enumerate(act):
             lo[k], hi[k], best[k] = G.keep_better(lo[k], mid[j], hi[k], gains[2 * j], gains[2 * j + 1])
     feature = subsets[np.arange(p), lo]

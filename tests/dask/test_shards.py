@@ -164,6 +164,7 @@ GT_CASES = {
     "node": {"group_test_scope": "node", "n_target_features": 1},
     "node_rows": {"group_test_scope": "node", "n_target_features": 2, "group_test_rows": 200},
     "tree": {"group_test_scope": "tree", "n_target_features": 2},
+    "one_feature_subsets": {"group_test_scope": "node", "subset_size": 1, "n_subsets": 8},
     "tree_goss": {"group_test_scope": "tree", "n_target_features": 2, "sampler": "goss", "other_rate": 0.3},
 }
 THREE = [(0, 150), (150, 420), (420, 600)]
