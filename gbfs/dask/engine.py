@@ -141,8 +141,10 @@ class ShardSource:
 class DistributedStep:
     """:class:`gbfs.booster.tree_step.TreeStep` of a fit whose rows are on the shards.
 
-    With a row sampler each shard draws its own rows of every tree (``seed``: the draws' seed, with
-    the partition's index and the iteration), so the sample depends on the partitioning."""
+    With SGB or MVS each shard draws its own rows of every tree (``seed``: the draws' seed, with
+    the partition's index and the iteration), so the sample depends on the partitioning; GOSS
+    draws the single-process sample from the stream ``seed`` (:mod:`gbfs.dask.goss`).  ``search``
+    is GT-GBM's search on shards (:mod:`gbfs.dask.group_tests`), bound here to the fit's source."""
 
     def __init__(self, group: ShardGroup, bin_mapper, params: BoostingParams, init_score: float,
                  search: FeatureSearch | None = None, seed: tuple = (0,)):
