@@ -203,7 +203,7 @@ def _prefix_sums(lo, hi, Xb, z_values, subsets, stored, prefix):
 # -- node kernels --------------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
+def half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
     """Pseudo-feature ``sum_{t in [lo, hi)} z_{subset[t]}`` of the node's rows into ``out``.
 
     Returns its (min, max) over the rows, taken in the pass that writes a stored half.  ``rows``
@@ -266,7 +266,7 @@ def _half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
 
 
 @njit(cache=True, nogil=True)
-def _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins):
+def fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins):
     """Equal-width histogram of a pseudo-feature over [mn, mx] (``h_ord`` empty: unit weights).
 
     The bins are computed first in a loop of their own (``bins`` is scratch of ``z``'s length),
@@ -306,10 +306,33 @@ def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c
     """
     if not mx - mn > tol:
         return -np.inf  # constant in this node: no split
-    _fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins)
+    fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins)
+    return pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+                            reg_lambda)
+
+
+@njit(cache=True, nogil=True)
+def pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda):
+    """GT(half) from the pseudo-feature's filled histogram (:func:`fill_pseudo_hist`): its best
+    split gain, or -inf when none is admissible."""
     # rows counted exactly: a group test only ranks halves, the split itself is searched after it
     rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
     return scan_feature(hist, n_bins, rule)[0]
+
+
+@njit(cache=True, nogil=True)
+def halves(lo, hi):
+    """The two halves ``[lo, mid)`` and ``[mid, hi)`` of a subset's range: ``mid`` and the
+    tolerance of a spread that is float32 rounding (prefixes are at most ``hi``, as z <= 1)."""
+    return lo + (hi - lo) // 2, _F32_NOISE * hi
+
+
+@njit(cache=True, nogil=True)
+def keep_better(lo, mid, hi, gl, gr):
+    """The half the binary search keeps (ties keep the left): ``(lo, hi, its GT score)``."""
+    if gr > gl:
+        return mid, hi, gr
+    return lo, mid, gl
 
 
 @njit(parallel=True, cache=True)
@@ -331,27 +354,29 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
         hi = m
         best = -np.inf
         if m == 1:  # one feature per subset (s = d): nothing to halve, the feature is tested alone
-            mn1, mx1 = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, 0, 1, rows, n, zl)
+            mn1, mx1 = half_values(Xb, z_values, prefix, col_of, subsets[k], k, 0, 1, rows, n, zl)
             best = _pseudo_gain(zl, mn1, mx1, _F32_NOISE, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                                 min_samples_leaf, min_child_weight, reg_lambda, bins)
         while hi - lo > 1:
-            mid = lo + (hi - lo) // 2
-            mnl, mxl = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
-            # prefixes are at most hi (z <= 1): a few float32 ulps of that is rounding noise
-            tol = _F32_NOISE * hi
+            mid, tol = halves(lo, hi)
+            mnl, mxl = half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
             gl = _pseudo_gain(zl, mnl, mxl, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                               min_samples_leaf, min_child_weight, reg_lambda, bins)
-            mnr, mxr = _half_values(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
+            mnr, mxr = half_values(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
             gr = _pseudo_gain(zr, mnr, mxr, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
                               min_samples_leaf, min_child_weight, reg_lambda, bins)
-            if gr > gl:  # ties keep the left half
-                lo = mid
-                best = gr
-            else:
-                hi = mid
-                best = gl
+            lo, hi, best = keep_better(lo, mid, hi, gl, gr)
         out_feature[k] = subsets[k, lo]
         out_gain[k] = best
+
+
+def draw_subsets(pl: GroupTestPlan, n_features: int, rng: np.random.Generator) -> np.ndarray:
+    """The plan's ``p`` random subsets, shape (p, m): each a uniform subset of the features in
+    uniformly random order (Algorithm 2, line 3)."""
+    subsets = np.empty((pl.n_subsets, pl.subset_size), dtype=np.int64)
+    for k in range(pl.n_subsets):
+        subsets[k] = rng.permutation(n_features)[:pl.subset_size]
+    return subsets
 
 
 class GroupTester:
@@ -385,14 +410,20 @@ class GroupTester:
         mapper's ``standardised_values_``.  The caller checks ``pl`` against the memory
         budget first (:func:`check_memory`).
         """
-        n, d = X_binned.shape
-        subsets = np.empty((pl.n_subsets, pl.subset_size), dtype=np.int64)
-        for k in range(pl.n_subsets):  # each a uniform subset of [d] in uniformly random order
-            subsets[k] = rng.permutation(d)[:pl.subset_size]
-        stored = halving_boundaries(pl.subset_size, direct_sum_below)[1:]
-        prefix = np.empty((pl.n_subsets, stored.shape[0], n), dtype=np.float32)
-        run_tasks(_prefix_sums, pl.n_subsets, X_binned, z_values, subsets, stored, prefix,
-                  task_cost=n * pl.subset_size)
+        return cls.from_subsets(X_binned, z_values, draw_subsets(pl, X_binned.shape[1], rng),
+                                direct_sum_below)
+
+    @classmethod
+    def from_subsets(cls, X_binned: np.ndarray, z_values: np.ndarray, subsets: np.ndarray,
+                     direct_sum_below: int = DIRECT_SUM_BELOW) -> GroupTester:
+        """The prefix sums of ``subsets`` (:func:`draw_subsets`) over the rows of ``X_binned``: each
+        row's are its own, so a partition of the rows holds exactly its rows' share of the
+        precompute of all rows."""
+        n = X_binned.shape[0]
+        p, m = subsets.shape
+        stored = halving_boundaries(m, direct_sum_below)[1:]
+        prefix = np.empty((p, stored.shape[0], n), dtype=np.float32)
+        run_tasks(_prefix_sums, p, X_binned, z_values, subsets, stored, prefix, task_cost=n * m)
         return cls(X_binned, z_values, subsets, stored, prefix)
 
     def standardised(self, rows: np.ndarray | None = None) -> np.ndarray:
@@ -410,7 +441,7 @@ class GroupTester:
         rows = np.empty(0, np.int32) if rows is None else np.asarray(rows, dtype=np.int32)
         n = self.Xb.shape[0] if rows.shape[0] == 0 else rows.shape[0]
         out = np.empty(n, dtype=np.float32)
-        _half_values(self.Xb, self.z_values, self.prefix, self.col_of, self.subsets[k], k, lo, hi, rows,
+        half_values(self.Xb, self.z_values, self.prefix, self.col_of, self.subsets[k], k, lo, hi, rows,
                      n, out)
         return out
 
@@ -463,4 +494,5 @@ def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
 
 
 __all__ = ["GT_BINS", "DIRECT_SUM_BELOW", "GroupTester", "GroupTestPlan", "check_memory",
-           "default_n_subsets", "default_subset_size", "halving_boundaries", "plan", "root_candidates"]
+           "default_n_subsets", "default_subset_size", "draw_subsets", "fill_pseudo_hist", "half_values",
+           "halves", "halving_boundaries", "keep_better", "plan", "pseudo_hist_gain", "root_candidates"]

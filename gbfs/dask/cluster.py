@@ -122,19 +122,25 @@ class ShardHost:
         with self._threads():
             return [(k, getattr(s, method)(*args)) for k, s in zip(self.indices, self.shards)]
 
+    def call_one(self, index: int, method: str, *args):
+        """``shard.method(*args)`` on the shard of partition ``index``: its answer."""
+        with self._threads():
+            return getattr(self.shards[self.indices.index(index)], method)(*args)
+
     def nbytes(self) -> int:
         """Bytes the shards hold."""
         return int(sum(s.nbytes for s in self.shards))
 
     def serve(self, authkey: bytes) -> tuple:
-        """Answer :meth:`call` s from one driver on a socket of this worker's host (messages
-        authenticated with ``authkey``) until it sends None or hangs up; returns the address."""
+        """Answer :meth:`call` s (and :meth:`call_one` s) from one driver on a socket of this
+        worker's host (messages authenticated with ``authkey``) until it sends None or hangs up;
+        returns the address and the partitions' indices."""
         from distributed import get_worker
 
         host = urlparse(get_worker().address).hostname
         listener = Listener((host, 0), authkey=authkey)
         threading.Thread(target=self._serve, args=(listener,), daemon=True, name="gbfs-shards").start()
-        return listener.address
+        return listener.address, self.indices
 
     def _serve(self, listener) -> None:
         with listener, listener.accept() as conn:
@@ -145,9 +151,10 @@ class ShardHost:
                     return
                 if message is None:
                     return
-                method, args = message
+                method, args, index = message
                 try:
-                    answer = (True, self.call(method, *args))
+                    answer = (True, self.call(method, *args) if index is None else
+                              self.call_one(index, method, *args))
                 except Exception as e:  # noqa: BLE001 -- raised again on the driver
                     answer = (False, e)
                 try:
@@ -161,15 +168,16 @@ class SocketGroup:
 
     def __init__(self, actors: list, lengths: list[int]):
         authkey = secrets.token_bytes(32)
-        addresses = [f.result() for f in [a.serve(authkey) for a in actors]]
-        self.connections = [Client(address, authkey=authkey) for address in addresses]
+        served = [f.result() for f in [a.serve(authkey) for a in actors]]
+        self.connections = [Client(address, authkey=authkey) for address, _ in served]
+        self._host_of = {k: c for c, (_, indices) in zip(self.connections, served) for k in indices}
         self.actors = actors
         self.n_rows = int(sum(lengths))
         self.n_partitions = len(lengths)
 
     def call(self, method: str, *args) -> list:
         for c in self.connections:  # all hosts at once
-            c.send((method, args))
+            c.send((method, args, None))
         out, error = [None] * self.n_partitions, None
         for c in self.connections:
             ok, answer = c.recv()
@@ -181,6 +189,15 @@ class SocketGroup:
         if error is not None:
             raise error
         return out
+
+    def call_one(self, index: int, method: str, *args):
+        """``shard.method(*args)`` on the shard of partition ``index``: its answer."""
+        c = self._host_of[index]
+        c.send((method, args, index))
+        ok, answer = c.recv()
+        if not ok:
+            raise answer
+        return answer
 
     def host_bytes(self) -> list[int]:
         """Bytes each host's shards hold."""

@@ -26,10 +26,12 @@ from ..booster.kernels.histogram import HistogramLayout
 from ..booster.normaliser import tree_normaliser
 from ..booster.rounds import BoostingParams, BoostingResult, Slot, records, run_rounds
 from ..booster.tree_step import check_residual_scale, check_score_bound, leaf_values, node_values
+from ..criteria.group_testing import draw_subsets
 from ..criteria.methods import METHODS
 from ..criteria.penalty import FeatureUsage
 from ..criteria.refit import refit_params, top_k
-from . import mvs
+from . import goss, mvs
+from . import group_tests as gt
 from .shard import RESIDUAL_STATS, channels, feature_bins
 
 
@@ -42,6 +44,9 @@ class ShardGroup(Protocol):
     def call(self, method: str, *args) -> list:
         """``shard.method(*args)`` on every shard; the answers in partition order."""
 
+    def call_one(self, index: int, method: str, *args):
+        """``shard.method(*args)`` on the shard of partition ``index``; its answer."""
+
 
 class InProcessGroup:
     """Shards in this process (tests, and the reference a distributed fit is compared with)."""
@@ -53,6 +58,9 @@ class InProcessGroup:
 
     def call(self, method: str, *args) -> list:
         return [getattr(s, method)(*args) for s in self.shards]
+
+    def call_one(self, index: int, method: str, *args):
+        return getattr(self.shards[index], method)(*args)
 
 
 def fold(parts: list):
@@ -82,9 +90,20 @@ class ShardSource:
         self._pending.append((int(start), int(end), int(n_left), int(feature), int(bin_threshold),
                               bool(missing_left)))
 
+    #: the sum of the shards' answers in partition order
+    fold = staticmethod(fold)
+
     def _take(self) -> list:
         pending, self._pending = self._pending, []
         return pending
+
+    def with_splits(self, method: str, *args) -> list:
+        """``shard.method(pending splits, *args)`` on every shard, each answering its left-child
+        counts (checked) and an answer; the answers in partition order."""
+        pending = self._take()
+        answers = self.group.call(method, pending, *args)
+        self._check(pending, [a[0] for a in answers])
+        return [a[1] for a in answers]
 
     def _check(self, pending: list, counts: list) -> None:
         for k, (start, end, n_left, *_) in enumerate(pending):
@@ -122,8 +141,10 @@ class ShardSource:
 class DistributedStep:
     """:class:`gbfs.booster.tree_step.TreeStep` of a fit whose rows are on the shards.
 
-    With a row sampler each shard draws its own rows of every tree (``seed``: the draws' seed, with
-    the partition's index and the iteration), so the sample depends on the partitioning."""
+    With SGB or MVS each shard draws its own rows of every tree (``seed``: the draws' seed, with
+    the partition's index and the iteration), so the sample depends on the partitioning; GOSS
+    draws the single-process sample from the stream ``seed`` (:mod:`gbfs.dask.goss`).  ``search``
+    is GT-GBM's search on shards (:mod:`gbfs.dask.group_tests`), bound here to the fit's source."""
 
     def __init__(self, group: ShardGroup, bin_mapper, params: BoostingParams, init_score: float,
                  search: FeatureSearch | None = None, seed: tuple = (0,)):
@@ -131,10 +152,13 @@ class DistributedStep:
         # weighted rows' second channel is their weight, not their count
         self.unit_h = not params.criterion.hessian_weighted and params.sampler is None
         self.source = ShardSource(group, HistogramLayout(bin_mapper.n_bins_non_missing_), self.unit_h)
+        if hasattr(search, "bind"):  # a search that asks the shards (GT-GBM's group tests)
+            search.bind(self.source)
         self.grower = RemoteGrower(self.source, group.n_rows, bin_mapper, params.growth, search)
         group.call("start", init_score, params.criterion.hessian_weighted, params.leaf_estimate.newton)
         self.score_bound = abs(init_score)
         self._update = None  # the last tree's leaves and values, sent with the next request
+        self._drawn = 0  # uniforms GOSS's stream has drawn (one per row of a sampling tree)
 
     def _take_update(self):
         update, self._update = self._update, None
@@ -146,12 +170,16 @@ class DistributedStep:
 
     def _rows(self, it: int) -> list:
         """The shards' statistics of this tree's rows: every row, each partition's own SGB sample,
-        or an MVS sample under one threshold over all rows (:mod:`gbfs.dask.mvs`)."""
+        an MVS sample under one threshold over all rows (:mod:`gbfs.dask.mvs`) or the
+        single-process GOSS sample (:mod:`gbfs.dask.goss`)."""
         sampler = self.params.sampler
         if sampler is None or sampler.kind == "sgb":
             sample = None if sampler is None else (sampler, it, self.seed)
             return self.group.call("residuals", self._take_update(), sample)  # the last tree's scores first
         parts = self.group.call("residuals", self._take_update(), None)
+        if sampler.kind == "goss":
+            drawn, self._drawn = self._drawn, self._drawn + (self.group.n_rows if sampler.draws(it) else 0)
+            return goss.draw(self.group, sampler, it, drawn, self.seed, fold)
         if sampler.subsample >= 1.0:  # every row (the sampler's weights would all be 1)
             return parts
         return mvs.draw(self.group, sampler, dict(zip(RESIDUAL_STATS, fold(parts).tolist())), it, self.seed,
@@ -263,18 +291,33 @@ class ShardFit:
     comm: dict
 
 
+def group_tests(est, group: ShardGroup, bin_mapper, params: BoostingParams, seed: int, plan=None):
+    """GT-GBM's search on shards: the subsets drawn from the fit's seed as one process draws them
+    (:func:`gbfs.estimators.fitting.prepare`), each shard's precompute of its rows, the search of
+    ``params.group_test_scope`` with the group-test row samples' stream of
+    :func:`gbfs.estimators.fitting.select` (``plan``: the subsets' plan, by default the
+    estimator's for every row)."""
+    d = int(bin_mapper.n_edges_.shape[0])
+    plan = est._group_test_plan(group.n_rows, d) if plan is None else plan
+    subsets = draw_subsets(plan, d, np.random.default_rng([seed, 1]))
+    group.call("gt_precompute", bin_mapper.standardised_values_, subsets)
+    rng = np.random.default_rng([seed, 2])  # the group tests' row samples
+    return gt.SCOPES[params.group_test_scope](subsets, params.group_test_rows, rng)
+
+
 def fit(est, group: ShardGroup, bin_mapper, params: BoostingParams, costs, bags, callbacks=(),
-        seed: int = 0) -> ShardFit:
+        seed: int = 0, plan=None) -> ShardFit:
     """The selection fit, then the relaxed refit or GBDT-topK's refit, as
     :func:`gbfs.estimators.fitting.fit_prepared` runs them in one process (``seed``: the fit's, which
-    seeds the row samples)."""
+    seeds the row samples; ``plan``: GT-GBM's, as :func:`group_tests`)."""
     d = int(bin_mapper.n_edges_.shape[0])
     plain = params.method.ranks  # GBDT-topK ranks an unpenalised fit on every feature
+    search = group_tests(est, group, bin_mapper, params, seed, plan) if params.method.group_tests else None
     usage = FeatureUsage(d, 0.0 if plain else float(est.mu), costs, bags, None if plain else est.max_features,
                          None if plain else est.max_cost)
     select_params = params if not plain else dataclasses.replace(
         params, method=METHODS["gbfs"], stop_when_full=False, selection_patience=None)
-    result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est, seed=(seed, 3))
+    result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est, search, seed=(seed, 3))
     selection = None
     if plain:
         selection = top_k(result.trees, d, est.max_features, est.importance_type, costs, est.max_cost)

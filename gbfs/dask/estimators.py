@@ -5,9 +5,14 @@ Each is its local estimator (:class:`~gbfs.GBFSClassifier`, :class:`~gbfs.GBFSRe
 parameters plus ``client``, whose ``fit`` takes Dask arrays or DataFrames partitioned over the
 workers of a ``distributed`` cluster.  The fit is data-parallel (:mod:`gbfs.dask.engine`): every
 worker bins and keeps its own rows; the driver grows every tree from the summed histograms with
-the library's own split search, Omega, penalty and budget.  The fitted model is an ordinary one:
-:meth:`to_local` returns the local estimator, which saves, loads and predicts without Dask;
-``predict`` on a Dask collection maps the local model over its partitions.
+the library's own split search, Omega, penalty and budget.  GT-GBM's precompute runs per partition
+and its group tests are summed on the driver (:mod:`gbfs.dask.group_tests`); GOSS draws the
+single-process sample (:mod:`gbfs.dask.goss`).  With every method, with GOSS and without a
+sampler, the model is the single-process model on the same rows up to the order of float
+additions; SGB and MVS draw per partition, so their models agree in distribution only.  The
+fitted model is an ordinary one: :meth:`to_local` returns the local estimator, which saves, loads
+and predicts without Dask; ``predict`` on a Dask collection maps the local model over its
+partitions.
 """
 
 from __future__ import annotations
@@ -49,13 +54,8 @@ def _with_client(local: type) -> inspect.Signature:
 
 def _refuse(est, params) -> None:
     """What a fit on Dask does not do yet, refused before any work (each names its parameter)."""
-    if params.method.group_tests:
-        raise ValueError("method='gtgbm' is not supported on Dask: use 'agbm', 'gbfs' or 'topk'")
     if params.growth.split_search != "histogram":
         raise ValueError("split_search='exact' is not supported on Dask: use 'histogram'")
-    if params.sampler is not None and params.sampler.kind == "goss":
-        raise ValueError("sampler='goss' is not supported on Dask (its top rows over all rows are not "
-                         "found across partitions): use 'sgb', 'mvs', 'mvs_adaptive' or None")
     if params.train_metrics == "all":
         raise ValueError("train_metrics='all' is not supported on Dask (AUC needs every row in one "
                          "place): use 'loss' or 'none'")
@@ -113,6 +113,10 @@ class DaskGBFSMixin:
         client = cluster.default_client(self.client)
         xs, ys, names, lengths, d = cluster.partitions(client, X, y)
         costs, bags, callbacks = fitting.check_selection(self, d, [], callbacks)
+        plan = None
+        if params.method.group_tests:  # max_precompute_bytes bounds each worker's share of it
+            rows = max(sum(lengths[k] for k in idx) for idx in cluster.placement(client, xs).values())
+            plan = self._group_test_plan(rows, d)
         seed = fitting.fit_seed(self)
         t0 = time.perf_counter()
         k = len(xs)
@@ -138,7 +142,7 @@ class DaskGBFSMixin:
             group = cluster.SocketGroup(hosts, lengths)
             try:
                 shard_bytes = group.host_bytes()
-                fitted = engine.fit(self, group, mapper, params, costs, bags, callbacks, seed)
+                fitted = engine.fit(self, group, mapper, params, costs, bags, callbacks, seed, plan)
             finally:
                 group.close()
         finally:  # the shards go with their actors: nothing of the fit stays on the workers

@@ -22,7 +22,8 @@ from ..booster.kernels.portable import dot, total
 from ..booster.normaliser import HESSIAN_FLOOR, sum_g2_over_h
 from ..booster.tree import PackedEnsemble, Tree
 from ..booster.tree_step import add_leaf_values, leaf_sums
-from ..sampling.kernels import mvs_select, regularized_abs
+from ..sampling.kernels import mvs_select, regularized_abs, selection_pass, top_mask
+from .group_tests import ShardTests
 
 #: the statistics :meth:`Shard.residuals` returns, in this order: the tree's rows, ``sum w r``,
 #: ``sum w r^2``, ``sum w``, the second channel's sum (``w`` or ``w h``), the Newton normaliser's
@@ -79,6 +80,7 @@ class Shard:
         self.index = index  # the partition's index: its row samples' seed
         self._sampled = False
         self._rw, self._hw, self._den = self.r, self.h, self.h
+        self.tests = None  # GT-GBM's precompute of these rows (gbfs.dask.group_tests)
 
     @property
     def n(self) -> int:
@@ -89,7 +91,7 @@ class Shard:
         """Bytes this shard holds (binned rows, per-row channels, one histogram)."""
         arrays = (self.X, self.y, self.raw, self.r, self.h, self._partition, self._buffer, self._r_ord,
                   self._h_ord, self._hist)
-        return int(sum(a.nbytes for a in arrays))
+        return int(sum(a.nbytes for a in arrays)) + (0 if self.tests is None else self.tests.nbytes)
 
     # -- the fit's state ------------------------------------------------------------------------
     def label_sum(self) -> float:
@@ -97,6 +99,7 @@ class Shard:
 
     def restrict(self, columns: np.ndarray, n_bins_non_missing: np.ndarray) -> None:
         """Keep only ``columns`` (a refit on a selection); the histogram layout follows."""
+        self.tests = None  # a refit searches every selected feature: no group tests
         self.X = np.asfortranarray(self.X[:, columns])
         self.cols = np.arange(self.X.shape[1], dtype=np.int64)
         self.layout = HistogramLayout(n_bins_non_missing)
@@ -157,6 +160,48 @@ class Shard:
         self._sampled = True
         return np.array([*self._weigh(rows, w), self._max_abs])
 
+    # -- GOSS with the single-process sample (gbfs.dask.goss) -------------------------------------
+    def goss_keys(self, sampler) -> np.ndarray:
+        """GOSS's keys of this shard's rows (after :meth:`residuals` without a sample), kept sorted
+        for the search of the a-th largest; returns ``[rows, largest key]``."""
+        h = self.h if self.hessian_weighted else np.ones(self.n)  # the sampler's h: None means 1
+        self._key = sampler.key(self.r, h)
+        self._key_sorted = np.sort(self._key)
+        return np.array([self.n, self._key_sorted[-1] if self.n else 0.0])
+
+    def goss_at_least(self, values: np.ndarray) -> np.ndarray:
+        """For each value: this shard's keys at or above it."""
+        return (self.n - np.searchsorted(self._key_sorted, values, side="left")).astype(np.float64)
+
+    def goss_between(self, lo: float, hi: float) -> np.ndarray:
+        """This shard's keys in ``[lo, hi)``."""
+        s = self._key_sorted
+        return s[np.searchsorted(s, lo, side="left"):np.searchsorted(s, hi, side="left")]
+
+    def goss_top(self, kth: float) -> np.ndarray:
+        """``[keys above kth, keys equal to it]``."""
+        s = self._key_sorted
+        below, upto = np.searchsorted(s, kth, side="left"), np.searchsorted(s, kth, side="right")
+        return np.array([self.n - upto, upto - below])
+
+    def goss_draw(self, kth, n_top: int, need: int, left: int, w_other: float, start: int, seed: tuple):
+        """Keep the ``n_top`` rows of key ``>= kth`` (ties to the lowest rows) and continue the
+        selection sampling of the others from ``need`` still to draw of ``left`` (with the
+        stream's uniforms from its ``start``-th, one per row); ``kth`` None: every row, weight 1.
+        Returns :data:`RESIDUAL_STATS` of the sample and the number of other rows drawn."""
+        if kth is None:
+            rows, w = np.arange(self.n, dtype=np.int32), np.ones(self.n)
+        elif not self.n:
+            return np.zeros(len(RESIDUAL_STATS)), 0
+        else:
+            top = top_mask(self._key, kth, n_top) if n_top > 0 else np.zeros(self.n, dtype=np.bool_)
+            bits = np.random.PCG64(np.random.SeedSequence(list(seed)))  # default_rng(list(seed))'s
+            bits.advance(start)  # one 64-bit draw per uniform
+            u = np.random.Generator(bits).random(self.n)
+            rows, w = selection_pass(top, n_top, need, left, u, w_other)
+        self._sampled = True
+        return np.array([*self._weigh(rows, w), self._max_abs]), int(rows.shape[0] - n_top)
+
     def _weigh(self, rows: np.ndarray, w: np.ndarray) -> list:
         """The sampled tree's rows and weighted channels (as the one-process step's buffers)."""
         if self._rw is self.r:
@@ -214,6 +259,28 @@ class Shard:
                         self.layout.n_bins, hist)
         picked = hist[feature_bins(self.layout.offsets, features)][:, channels(unit_h)]
         return counts, np.ascontiguousarray(picked)
+
+    # -- GT-GBM's group tests (gbfs.dask.group_tests) ---------------------------------------------
+    def gt_precompute(self, z_values: np.ndarray, subsets: np.ndarray) -> None:
+        """GT-GBM's precompute of this shard's rows for the driver's ``subsets``."""
+        self.tests = ShardTests(self.X, z_values, subsets)
+
+    def gt_node(self, splits: list, start: int, end: int, unit_h: bool) -> tuple[list[int], np.ndarray]:
+        """Apply the pending ``splits``, then test node ``start..end`` on this shard's rows of it."""
+        counts = self.split(splits)
+        lo, hi = self._range((start, end))
+        rows = self._partition[lo:hi].copy()
+        h_ord = np.empty(0) if unit_h else self._hw[rows]
+        return counts, self.tests.node(rows, self._rw[rows], h_ord)
+
+    def gt_sample(self, pick: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+        return self.tests.sample(pick, offsets, self.index)
+
+    def gt_bounds(self, ks, los, his) -> np.ndarray:
+        return self.tests.bounds(ks, los, his)
+
+    def gt_histograms(self, ks, los, his, mns, mxs, live) -> np.ndarray:
+        return self.tests.histograms(ks, los, his, mns, mxs, live)
 
     def counts(self, features: np.ndarray) -> np.ndarray:
         """Row counts of ``features``' bins over all rows (channel 0 zero, channel 1 the count)."""

@@ -179,10 +179,18 @@ def sequential_select(top, n_top, k, u, w_other):
     (still needed) / (still left), which yields a uniform k-subset in one O(N) pass, already
     sorted; LightGBM's GOSS draws its "other" rows the same way.  Branch-free like mvs_select.
     """
+    return selection_pass(top, n_top, k, top.shape[0] - n_top, u, w_other)
+
+
+@njit(cache=True, nogil=True)
+def selection_pass(top, n_top, need, left, u, w_other):
+    """:func:`sequential_select`'s pass over rows that continue a longer sequence: Algorithm S
+    entered with ``need`` rows still to draw of ``left`` non-top rows from here on, so that
+    consecutive passes over the parts of the rows draw what one pass over all rows draws.
+    Returns the rows and weights; ``need`` less the number drawn is what the next part needs."""
+    k = min(need, top.shape[0] - n_top)  # at most this many are drawn here
     rows = np.empty(n_top + k + 1, dtype=np.int32)
     weights = np.empty(n_top + k + 1, dtype=np.float64)
-    left = top.shape[0] - n_top
-    need = k
     j = 0
     for i in range(top.shape[0]):
         is_top = top[i]
@@ -193,7 +201,7 @@ def sequential_select(top, n_top, k, u, w_other):
         j += is_top + take_other
         need -= take_other
         left -= other
-    return rows[:n_top + k], weights[:n_top + k]
+    return rows[:j], weights[:j]
 
 
 def mvs_threshold(values: np.ndarray, sample_size: float, pivots: np.ndarray) -> float:

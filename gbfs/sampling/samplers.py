@@ -285,18 +285,29 @@ class GOSS(RowSampler):
         if self.top_rate + self.other_rate > 1.0 + 1e-12:
             raise ValueError(f"top_rate + other_rate must be <= 1, got {self.top_rate} + {self.other_rate}")
 
-    def draw(self, g, h, iteration, rng):
-        n = g.shape[0]
-        lightgbm = self.goss_style == "lightgbm"
-        if lightgbm and iteration < int(1.0 / self.learning_rate):
-            return np.arange(n, dtype=np.int32), np.ones(n)
+    def draws(self, iteration: int) -> bool:
+        """Does this iteration sample (else every row, weight 1, and no uniform is drawn)?"""
+        return not (self.goss_style == "lightgbm" and iteration < int(1.0 / self.learning_rate))
+
+    def sizes(self, n: int) -> tuple[int, int, float]:
+        """``(a, b, w_other)`` of ``n`` rows: the top rows, the others drawn, their weight."""
         a = min(n, round(self.top_rate * n))
         b = min(n - a, max(1, round(self.other_rate * n)))
+        return a, b, (n - a) / b if b > 0 else 1.0
+
+    def key(self, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+        """What the top rows are the largest of: ``|g|``, or ``|g h|`` in LightGBM's style."""
+        return np.abs(g * h) if self.goss_style == "lightgbm" else np.abs(g)
+
+    def draw(self, g, h, iteration, rng):
+        n = g.shape[0]
+        if not self.draws(iteration):
+            return np.arange(n, dtype=np.int32), np.ones(n)
+        a, b, w_other = self.sizes(n)
         top = np.zeros(n, dtype=np.bool_)
         if a > 0:
-            key = np.abs(g * h) if lightgbm else np.abs(g)
+            key = self.key(g, h)
             top = kernels.top_mask(key, np.partition(key, n - a)[n - a], a)
-        w_other = (n - a) / b if b > 0 else 1.0
         return kernels.sequential_select(top, a, b, rng.random(n), w_other)
 
 

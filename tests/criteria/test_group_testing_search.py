@@ -88,6 +88,22 @@ def test_default_precompute_stores_only_the_large_halves():
     assert gt.plan(10, 5000, 10, direct_sum_below=1).n_stored == 500
 
 
+def test_the_precompute_of_a_partition_of_the_rows_is_their_share():
+    """A Dask fit's shards precompute their own rows for the driver's subsets: the rows' slice of
+    the precompute of all rows, bit for bit."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 25))
+    mapper = BinMapper(255, None, rng).fit(X)
+    Xb = np.asfortranarray(mapper.transform(X))
+    pl = gt.plan(300, 25, 3)
+    whole = gt.GroupTester.precompute(Xb, mapper.standardised_values_, pl, np.random.default_rng(7))
+    subsets = gt.draw_subsets(pl, 25, np.random.default_rng(7))
+    np.testing.assert_array_equal(subsets, whole.subsets)
+    for a, b in [(0, 120), (120, 121), (121, 300)]:
+        part = gt.GroupTester.from_subsets(np.asfortranarray(Xb[a:b]), mapper.standardised_values_, subsets)
+        np.testing.assert_array_equal(part.prefix, whole.prefix[:, :, a:b])
+
+
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_standardised_values_are_min_max_of_the_binned_features(order):
     """z = (mean of the training values in x's bin - min) / (max - min); NaN: the column's standardised

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dask_cases import wide
 
 from gbfs import GBFSClassifier, GBFSRegressor, load_model
 from gbfs.dask import DaskGBFSClassifier, DaskGBFSRegressor
@@ -134,3 +135,51 @@ def test_one_partition_is_the_local_fit_bit_for_bit(client2):
         for name in ("feature", "threshold", "value", "gain", "count"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     np.testing.assert_array_equal(local.predict_proba(X), dist.predict_proba(X))
+
+
+@pytest.mark.parametrize("scope", ["node", "tree"])
+def test_gtgbm_on_two_and_four_workers_is_the_local_model(client2, client4, scope):
+    kw = {"method": "gtgbm", "mu": 0.01, "n_estimators": 10, "max_leaves": 8, "min_samples_leaf": 10,
+          "random_state": 0, "group_test_scope": scope, "n_target_features": 1 if scope == "node" else 2}
+    X, y = wide()
+    local = GBFSClassifier(**kw).fit(X, y)
+    for client, rows in ((client2, 250), (client4, 100)):
+        dist = DaskGBFSClassifier(client=client, **kw).fit(da.from_array(X, chunks=(rows, X.shape[1])),
+                                                           da.from_array(y, chunks=rows))
+        _compare(local, dist, X)
+
+
+@pytest.mark.parametrize("style", ["paper", "lightgbm"])
+def test_goss_on_two_and_four_workers_is_the_local_model(client2, client4, style):
+    kw = {"method": "agbm", "mu": 0.01, "n_estimators": 12, "max_leaves": 8, "random_state": 0,
+          "sampler": "goss", "top_rate": 0.2, "other_rate": 0.3, "goss_style": style, "learning_rate": 0.25}
+    X, y = _data(seed=12, classify=False)
+    local = GBFSRegressor(**kw).fit(X, y)
+    for client, rows in ((client2, 250), (client4, 100)):
+        dist = DaskGBFSRegressor(client=client, **kw).fit(da.from_array(X, chunks=(rows, 8)),
+                                                          da.from_array(y, chunks=rows))
+        _compare(local, dist, X)
+        assert [r["n_rows_sampled"] for r in dist.history_] == [r["n_rows_sampled"] for r in local.history_]
+
+
+def test_gtgbm_memory_budget_is_per_worker(client2):
+    """max_precompute_bytes bounds the precompute of the worker holding most rows (refused before
+    any binning, naming the parameter); a budget for half the rows fits on two workers."""
+    from distributed import wait
+
+    X, y = wide(n=400, d=20)
+    workers = sorted(client2.scheduler_info()["workers"])
+    # one partition on each worker
+    parts = [client2.scatter(X[k * 200:(k + 1) * 200], workers=[w]) for k, w in enumerate(workers)]
+    labels = [client2.scatter(y[k * 200:(k + 1) * 200], workers=[w]) for k, w in enumerate(workers)]
+    wait(parts + labels)
+    Xd = da.concatenate([da.from_delayed(p, shape=(200, 20), dtype=float) for p in parts])
+    yd = da.concatenate([da.from_delayed(p, shape=(200,), dtype=float) for p in labels])
+    kw = {"method": "gtgbm", "n_target_features": 2, "n_subsets": 3, "n_estimators": 2, "random_state": 0}
+    half = GBFSClassifier(**kw)._group_test_plan(200, 20).nbytes
+    with pytest.raises(ValueError, match="max_precompute_bytes"):
+        DaskGBFSClassifier(client=client2, max_precompute_bytes=half - 1, **kw).fit(Xd, yd)
+    est = DaskGBFSClassifier(client=client2, max_precompute_bytes=half, **kw).fit(Xd, yd)
+    assert len(est.trees_) == 2 and est.timings_["n_partitions"] == 2
+    with pytest.raises(ValueError, match="max_precompute_bytes"):  # one process needs both halves
+        GBFSClassifier(max_precompute_bytes=half, **kw).fit(X, y)

@@ -24,8 +24,7 @@ def test_the_local_parameters_and_client(dask_cls, local_cls):
 
 
 @pytest.mark.parametrize("kw, fit_kw, match", [
-    ({"method": "gtgbm"}, {}, "method='gtgbm'"),
-    ({"sampler": "goss"}, {}, "sampler"),
+    ({"split_search": "exact"}, {}, "split_search"),
     ({"train_metrics": "all"}, {}, "train_metrics"),
     ({}, {"eval_set": (np.zeros((2, 2)), np.zeros(2))}, "eval_set"),
     ({"mu": -1.0}, {}, "mu"),

@@ -12,6 +12,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from dask_cases import wide
 
 from gbfs import GBFSClassifier, GBFSRegressor
 from gbfs.booster.binning import BinMapper
@@ -155,3 +156,82 @@ def test_mvs_threshold_over_all_shards(sampler):
     local, shards, sizes = _local_and_shard_fits(kw, 6)
     assert abs(np.mean(sizes) - 900) < 4 * np.sqrt(900 / len(sizes)) + 5  # s N = 0.3 * 3000
     _same_distribution(local, shards)
+
+
+# -- GT-GBM and GOSS: the single-process model on shards --------------------------------------------
+
+GT_CASES = {
+    "node": {"group_test_scope": "node", "n_target_features": 1},
+    "node_rows": {"group_test_scope": "node", "n_target_features": 2, "group_test_rows": 200},
+    "tree": {"group_test_scope": "tree", "n_target_features": 2},
+    "one_feature_subsets": {"group_test_scope": "node", "subset_size": 1, "n_subsets": 8},
+    "tree_goss": {"group_test_scope": "tree", "n_target_features": 2, "sampler": "goss", "other_rate": 0.3},
+}
+THREE = [(0, 150), (150, 420), (420, 600)]
+
+
+@pytest.mark.parametrize("case", [c if c in ("node", "tree") else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in sorted(GT_CASES)])
+def test_gtgbm_on_shards_grows_the_local_trees(case):
+    """Each shard's precompute of its rows, every halving level's bounds and histograms summed:
+    the local candidates, hence the local trees and selection."""
+    kw = {"method": "gtgbm", "mu": 0.01, "n_estimators": 12, "max_leaves": 8, "min_samples_leaf": 10,
+          "random_state": 0, **GT_CASES[case]}
+    X, y = wide()
+    local = GBFSClassifier(**kw).fit(X, y)
+    got = shard_fit(GBFSClassifier(**kw), X, y, THREE)
+    _same_trees(local, got.result.trees, exact=False)
+    used = np.unique(np.concatenate([t.feature[t.feature >= 0] for t in got.result.trees]))
+    np.testing.assert_array_equal(np.sort(local.selected_features_), used)
+
+
+GOSS_CASES = {
+    "paper": {},
+    "lightgbm": {"goss_style": "lightgbm", "learning_rate": 0.25},
+    "newton": {"criterion": "newton", "leaf_estimate": "newton", "reg_lambda": 1.0},
+    "no_top": {"top_rate": 0.0},
+    "refit": {"mu": 0.05, "refit": True},
+}
+
+
+@pytest.mark.parametrize("case", [c if c == "paper" else pytest.param(c, marks=pytest.mark.slow)
+                                  for c in sorted(GOSS_CASES)])
+@pytest.mark.parametrize("bounds", [THREE, [(0, 0), (0, 300), (300, 600)]], ids=["3", "empty"])
+def test_goss_on_shards_draws_the_local_sample(case, bounds):
+    """The a-th largest |g| over all shards, the ties in partition order and selection sampling
+    continued shard after shard with the local uniforms: the local rows, weights and trees."""
+    kw = {"method": "agbm", "mu": 0.01, "n_estimators": 12, "max_leaves": 8, "min_samples_leaf": 10,
+          "random_state": 0, "sampler": "goss", "top_rate": 0.2, "other_rate": 0.3, **GOSS_CASES[case]}
+    X, y = _data()
+    local = GBFSClassifier(**kw).fit(X, y)
+    got = shard_fit(GBFSClassifier(**kw), X, y, bounds)
+    _same_trees(local, got.result.trees, exact=False)
+    ours = got.selection_history or got.result.history
+    theirs = local.selection_history_ if kw.get("refit") else local.history_
+    assert [r["n_rows_sampled"] for r in ours] == [r["n_rows_sampled"] for r in theirs]
+
+
+@pytest.mark.parametrize("fetch_below", [0, 40])
+def test_goss_kth_largest_by_bisection_alone(monkeypatch, fetch_below):
+    """The a-th largest key found by bisecting bit patterns to the end (nothing fetched), or
+    fetched from a narrow bracket: the same value as sorting every key, so the local trees."""
+    from gbfs.dask import goss
+
+    found = []
+
+    def spy(group, a, v_max, fold):
+        found.append((a, keys := np.concatenate([s._key for s in group.shards])))
+        value = kth(group, a, v_max, fold)
+        assert value == np.sort(keys)[::-1][a - 1]
+        return value
+
+    kth = goss.kth_largest
+    monkeypatch.setattr(goss, "FETCH_BELOW", fetch_below)
+    monkeypatch.setattr(goss, "kth_largest", spy)
+    kw = {"method": "agbm", "mu": 0.01, "n_estimators": 6, "max_leaves": 8, "random_state": 0,
+          "sampler": "goss"}
+    X, y = _data(classify=False, seed=3)
+    local = GBFSRegressor(**kw).fit(X, y)
+    got = shard_fit(GBFSRegressor(**kw), X, y, THREE)
+    _same_trees(local, got.result.trees, exact=False)
+    assert len(found) == 6

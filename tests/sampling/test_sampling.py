@@ -313,3 +313,24 @@ def test_from_params_warns_and_ignores_unused_arguments(kwargs, message):
         got = from_params(**kwargs)
     plain = from_params(kwargs["sampler"])       # the same sampler as without the unused arguments
     assert got == plain
+
+
+def test_selection_passes_over_the_parts_of_the_rows_are_one_pass():
+    """Algorithm S continued part after part (a Dask fit's shards) draws what one pass draws."""
+    from gbfs.sampling.kernels import selection_pass, sequential_select
+
+    rng = np.random.default_rng(12)
+    n, k = 1000, 150
+    top = rng.random(n) < 0.2
+    u = rng.random(n)
+    rows, w = sequential_select(top, int(top.sum()), k, u, 3.5)
+    need, left, got, weights = k, n - int(top.sum()), [], []
+    for a, b in [(0, 0), (0, 317), (317, 318), (318, 600), (600, 1000)]:
+        t = top[a:b]
+        r, ww = selection_pass(t, int(t.sum()), need, left, u[a:b], 3.5)
+        need, left = need - (r.size - int(t.sum())), left - (b - a - int(t.sum()))
+        got.append(r + a)
+        weights.append(ww)
+    assert need == 0 and left == 0 and rows.size == int(top.sum()) + k
+    np.testing.assert_array_equal(np.concatenate(got), rows)
+    np.testing.assert_array_equal(np.concatenate(weights), w)

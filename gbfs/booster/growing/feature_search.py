@@ -73,23 +73,36 @@ class _GroupTests(FeatureSearch):
     def __init__(self, tester, rows_cap: int | None = None, rng: np.random.Generator | None = None):
         self.tester, self.rows_cap, self.rng = tester, rows_cap, rng
 
+    def row_sample(self, count: int) -> np.ndarray | None:
+        """Positions (sorted, so that the kernels read the columns in order) of the uniform row
+        sample a node of ``count`` rows runs its group tests on; None: all its rows."""
+        cap = self.rows_cap
+        if cap is None or count <= cap:
+            return None
+        return np.sort(self.rng.choice(count, cap, replace=False))
+
+    @staticmethod
+    def sample_limits(params, n_sample: int, count: int) -> tuple[float, float]:
+        """``min_samples_leaf`` and ``min_child_weight`` of group tests on ``n_sample`` of a
+        node's ``count`` rows: a leaf of min_samples_leaf rows holds about that fraction of the
+        sample."""
+        return (max(1.0, params.min_samples_leaf * n_sample / count),
+                params.min_child_weight * n_sample / count)
+
     def candidates(self, grower, node, rows, r_ord, h_ord) -> np.ndarray:
         """Candidate set C of ``node`` (Algorithm 2, lines 2-10)."""
         p = grower.params
-        cap = self.rows_cap
-        if cap is None or node.count <= cap:
+        pick = self.row_sample(node.count)
+        if pick is None:
             return self.tester.candidates(rows, r_ord, h_ord, node.sum_g, node.sum_h, node.count,
                                           p.min_samples_leaf, p.min_child_weight, p.reg_lambda)
-        # a uniform row sample, sorted so that the kernels read the columns in order
-        pick = np.sort(self.rng.choice(node.count, cap, replace=False))
+        cap = pick.shape[0]
         rows_s = rows[pick] if rows.shape[0] else pick.astype(ROW_DTYPE)
         r_s = r_ord[pick]
         h_s = h_ord[pick] if h_ord.shape[0] else h_ord
         sum_h = total(h_s) if h_s.shape[0] else float(cap)
-        # a leaf of min_samples_leaf rows holds about that fraction of the sample
-        msl = max(1.0, p.min_samples_leaf * cap / node.count)
-        return self.tester.candidates(rows_s, r_s, h_s, total(r_s), sum_h, cap, msl,
-                                      p.min_child_weight * cap / node.count, p.reg_lambda)
+        msl, mcw = self.sample_limits(p, cap, node.count)
+        return self.tester.candidates(rows_s, r_s, h_s, total(r_s), sum_h, cap, msl, mcw, p.reg_lambda)
 
 
 class GroupTestsPerNode(_GroupTests):

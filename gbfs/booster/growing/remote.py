@@ -55,15 +55,15 @@ class RemoteGrower(TreeGrower):
         The global bins every holder of rows binned them with.
     params : GrowthParams
     search : FeatureSearch or None
-        Every feature or, once a budget is full, Omega; a search that reads rows (GT-GBM's group
-        tests) is refused.
+        Every feature or, once a budget is full, Omega, or a search that asks the rows' holders
+        itself (:mod:`gbfs.dask.group_tests`); a search that reads rows here is refused.
     """
 
     def __init__(self, source: HistogramSource, n_rows: int, bin_mapper, params: GrowthParams, search=None):
         self._configure(bin_mapper, params, search, n_rows, int(bin_mapper.n_edges_.shape[0]))
         if self.cats is not None:
             raise ValueError("categorical features are not supported by a remote grower")
-        if self.search.reads_rows or self.search.per_node:
+        if self.search.reads_rows:
             raise ValueError(f"{type(self.search).__name__} reads rows: it cannot search remote rows")
         self.source = source
         self.X_binned, self.sparse = None, None
