@@ -74,7 +74,8 @@ FAKE = textwrap.dedent("""
         open(os.path.join(os.environ["FAKE_DIR"], item + ".terminated"), "w").close()
         sys.exit(143)
     signal.signal(signal.SIGTERM, term)
-    print("parent", os.environ["GBFS_REPRODUCTION_PARENT"], "threads", [a for a in args if "threads" in a])
+    print("parent", os.environ["GBFS_REPRODUCTION_PARENT"], "threads", [a for a in args if "threads" in a],
+          "made by", os.environ["GBFS_REPRODUCTION_COMMAND"])
     sys.stdout.flush()
     open(os.path.join(os.environ["FAKE_DIR"], item + ".started"), "w").close()
     if item.startswith("fail"):
@@ -91,13 +92,26 @@ def fake_workers(tmp_path, monkeypatch):
     return rj.Workers([], module="fake_reproduce")
 
 
-def test_workers_run_every_item_under_the_parent_and_prefix_their_lines(fake_workers, tmp_path, capsys):
+def test_workers_run_every_item_under_the_parent_and_prefix_their_lines(fake_workers, tmp_path, capsys,
+                                                                       monkeypatch):
+    monkeypatch.delenv(rj.COMMAND_ENV, raising=False)
+    monkeypatch.setattr(sys, "argv", ["runners/reproduce.py", "reproduce.scale=quick", "x=a b"])
     todo = rj.items(["a", "b", "c"], False, [])
     fake_workers.run(todo, 2, "p123", tmp_path / "logs")
     out = capsys.readouterr().out
     for name in "abc":
         assert (tmp_path / f"{name}.started").exists()
-        assert re.search(rf"^\[{name}\] parent p123 threads \['n_threads=\d+'\]$", out, re.M), out
+        # every worker's results record the reproduction's command, not the worker's own
+        assert re.search(rf"^\[{name}\] parent p123 threads \['n_threads=\d+'\] made by python -m "
+                         rf"runners.reproduce reproduce.scale=quick 'x=a b'$", out, re.M), out
+
+
+def test_the_command_a_worker_records_is_the_reproductions(monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["runners/reproduce.py", "reproduce.papers=[gbfs]", "n_threads=1"])
+    monkeypatch.setenv(rj.COMMAND_ENV, "python -m runners.reproduce")
+    assert rj.command() == "python -m runners.reproduce"
+    monkeypatch.delenv(rj.COMMAND_ENV)
+    assert rj.command() == "python -m runners.reproduce 'reproduce.papers=[gbfs]' n_threads=1"
 
 
 def test_a_failing_worker_stops_the_rest_and_is_named(fake_workers, tmp_path):

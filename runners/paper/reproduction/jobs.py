@@ -20,6 +20,7 @@ waits for them.
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -32,6 +33,8 @@ from pathlib import Path
 #: the environment variable that makes ``python -m runners.reproduce`` a worker of the reproduction
 #: whose MLflow parent run id it holds
 PARENT_ENV = "GBFS_REPRODUCTION_PARENT"
+#: the reproduction's own command line, which a worker's results record as what made them
+COMMAND_ENV = "GBFS_REPRODUCTION_COMMAND"
 #: overrides a worker sets itself: the command line's are dropped for it
 OWN_KEYS = ("reproduce.papers", "reproduce.datasets", "reproduce.jobs", "hydra.run.dir")
 #: seconds a worker has to end its runs after SIGTERM before it is killed
@@ -55,6 +58,13 @@ def items(datasets: Sequence[str], mvs: bool, parts: Sequence[str]) -> list[Item
         out.append(Item("mvs", ("reproduce.papers=[mvs]", "reproduce.datasets=[mvs]")))
     out += [Item(p, (f"reproduce.papers=[{p}]",)) for p in parts]
     return out
+
+
+def command() -> str:
+    """The reproduction's command line as it was given (in a worker: the reproduction's, not the
+    worker's own)."""
+    return os.environ.get(COMMAND_ENV) or " ".join(["python -m runners.reproduce",
+                                                    *(shlex.quote(a) for a in sys.argv[1:])])
 
 
 def cores() -> int:
@@ -100,7 +110,8 @@ class Workers:
         """
         # no progress bars in a worker (their redraws would interleave with the other workers' lines);
         # unbuffered, so its lines come as they are printed
-        env = {**os.environ, PARENT_ENV: parent_id, "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, PARENT_ENV: parent_id, COMMAND_ENV: command(), "TQDM_DISABLE": "1",
+               "PYTHONUNBUFFERED": "1"}
         procs: dict[str, subprocess.Popen] = {}
         stop = threading.Event()
         lock = threading.Lock()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import json
 import logging
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
@@ -29,6 +28,7 @@ from runners.paper.gbfs_kdd import experiments as gbfs_experiments
 from runners.paper.gbfs_kdd import report as gbfs_report
 from runners.paper.mvs import report as sampling_report
 from runners.paper.mvs import tables as reproduce_mvs
+from runners.paper.reproduction import jobs as reproduce_jobs
 from runners.paper.reproduction.plan import digest
 from runners.paper.utility_kb import experiments as utility_experiments
 from runners.paper.utility_kb import report as utility_report
@@ -86,7 +86,7 @@ def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, setti
         t0 = time.perf_counter()
         frames, meta = part.compute(settings, _shared_data(settings.get("data_dir")))
         meta = {**meta, "settings": settings, "seconds": time.perf_counter() - t0,
-                "command": "python -m runners.reproduce " + " ".join(sys.argv[1:]),
+                "command": reproduce_jobs.command(),
                 "commit": tracking.git_commit(), "date": datetime.date.today().isoformat()}
         tags = {"mlflow.parentRunId": parent_id, "reproduction": parent_id, "role": f"{name}_paper",
                 "repro_config": config, "worker": tracking.worker_id()}
