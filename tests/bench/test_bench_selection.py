@@ -194,16 +194,15 @@ def _naive_mrmr(X, y, k):
     from sklearn.feature_selection import f_classif
 
     relevance = np.nan_to_num(f_classif(X, y)[0])
-    taken = [int(np.argmax(relevance))]
+    taken = [next(j for j in range(X.shape[1]) if relevance[j] >= relevance.max() * (1 - 1e-9))]
     while len(taken) < k:
-        best, best_score = None, -np.inf
+        scores = {}
         for j in range(X.shape[1]):
-            if j in taken:
-                continue
-            redundancy = np.mean([abs(np.corrcoef(X[:, j], X[:, t])[0, 1]) for t in taken])
-            if relevance[j] / max(redundancy, 1e-12) > best_score:
-                best, best_score = j, relevance[j] / max(redundancy, 1e-12)
-        taken.append(best)
+            if j not in taken:
+                redundancy = np.mean([abs(np.corrcoef(X[:, j], X[:, t])[0, 1]) for t in taken])
+                scores[j] = relevance[j] / max(redundancy, 1e-12)
+        best = max(scores.values())
+        taken.append(min(j for j, v in scores.items() if v >= best * (1 - 1e-9)))  # near-ties: earlier
     return taken
 
 

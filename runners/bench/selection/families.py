@@ -240,7 +240,8 @@ def run_lgbm_shap(split: Split) -> list[dict]:
 def mrmr_order(X: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
     """mRMR's greedy order (the F-test / correlation quotient variant, "FCQ", of Ding and Peng):
     each step takes the feature of the largest relevance (ANOVA F against ``y``) divided by its
-    mean absolute Pearson correlation with the features taken so far."""
+    mean absolute Pearson correlation with the features taken so far (near-ties: the earlier
+    feature, :func:`_first_best`)."""
     with warnings.catch_warnings():  # constant columns: F is undefined, taken as 0
         warnings.simplefilter("ignore", RuntimeWarning)
         relevance = np.nan_to_num(f_classif(X, y)[0])
@@ -248,14 +249,25 @@ def mrmr_order(X: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
     norm = np.sqrt((Z * Z).sum(axis=0))
     norm[norm == 0] = np.inf  # a constant column correlates with nothing
     Z = Z / norm
-    taken = [int(np.argmax(relevance))]
+    taken = [_first_best(relevance)]
     redundancy = np.zeros(X.shape[1])
     while len(taken) < min(k, X.shape[1]):
         redundancy += np.abs(Z.T @ Z[:, taken[-1]])
         score = relevance / np.maximum(redundancy / len(taken), 1e-12)
         score[taken] = -np.inf
-        taken.append(int(np.argmax(score)))
+        taken.append(_first_best(score))
     return np.asarray(taken, dtype=np.int64)
+
+
+#: scores within this relative distance of the best are a tie
+TIE = 1e-9
+
+
+def _first_best(score: np.ndarray) -> int:
+    """The first index whose (non-negative) score is within :data:`TIE` of the best: copies of a
+    feature score alike up to rounding, and the rounding of sums and products differs between
+    CPUs, so near-ties go to the earlier feature on every machine."""
+    return int(np.flatnonzero(score >= score.max() * (1.0 - TIE))[0])
 
 
 def run_mrmr(split: Split) -> list[dict]:

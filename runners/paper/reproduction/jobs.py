@@ -24,11 +24,18 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from runners.tracking.stores import DEFAULT_TIMEOUT
+from runners.tuning.storages import open_storage
 
 #: the environment variable that makes ``python -m runners.reproduce`` a worker of the reproduction
 #: whose MLflow parent run id it holds
@@ -98,6 +105,18 @@ class Workers:
         threads = [] if any(_key(o) == "n_threads" for o in own) else [f"n_threads={max(1, cores() // jobs)}"]
         return [sys.executable, "-m", self.module, *own, *item.overrides, "reproduce.jobs=1", *threads,
                 f"hydra.run.dir={log_dir / item.name}"]
+
+    def run_all(self, cfg: DictConfig, todo: Sequence[Item], jobs: int, parent_id: str) -> bool:
+        """Run the items ``todo`` of the reproduction ``cfg`` (its parent run ``parent_id``) in
+        ``jobs`` workers at once, when there are two or more; return whether workers ran them."""
+        if len(todo) < 2:
+            return False
+        if cfg.tune.get("enabled"):   # created once here: workers on a fresh storage race to create it
+            open_storage(cfg.tune.storage, cfg.tune.get("storage_timeout", DEFAULT_TIMEOUT))
+        log_dir = Path(HydraConfig.get().runtime.output_dir) / "jobs" if HydraConfig.initialized() \
+            else Path(tempfile.mkdtemp(prefix="reproduce-jobs-"))
+        self.run(todo, min(jobs, len(todo)), parent_id, log_dir)
+        return True
 
     def run(self, todo: Sequence[Item], jobs: int, parent_id: str, log_dir: Path) -> None:
         """Run ``todo`` in at most ``jobs`` workers at once, each attached to the parent run

@@ -76,9 +76,10 @@ def finished_run(client: MlflowClient, exp_id: str, parent_id: str, role: str, c
 
 
 def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, settings: dict,
-             config: str, folder: Path) -> Path:
+             config: str, folder: Path | None) -> Path | None:
     """Part ``name`` with ``settings`` (digest ``config``): its FINISHED run under ``parent_id`` reused,
-    or computed and logged now; then its files written into ``folder``."""
+    or computed and logged now; then its files written into ``folder`` (None: only the run, as a
+    reproduction's worker makes it)."""
     part = PARTS[name]
     run_id = finished_run(client, exp_id, parent_id, f"{name}_paper", config)
     if run_id is None:
@@ -102,6 +103,8 @@ def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, setti
             (Path(tmp) / "meta.json").write_text(json.dumps(meta, default=str))
             run_log.artifact(Path(tmp) / "meta.json", artifact_path="tables")
             run_id = active.info.run_id
+    if folder is None:
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path="tables", dst_path=tmp))
         meta = json.loads((local / "meta.json").read_text())
@@ -119,11 +122,11 @@ def run_part(client: MlflowClient, exp_id: str, parent_id: str, name: str, setti
 
 
 def mvs_tables(client: MlflowClient, exp_id: str, parent_id: str, cfg: DictConfig, settings: dict,
-               folder: Path) -> Path:
+               folder: Path | None) -> Path | None:
     """The MVS paper's Tables 2-4 (:mod:`runners.paper.mvs.tables`) of the reproduction ``cfg``: the
     comparison's MLflow run under the parent (``role=sampling``; reused when finished), its CSV and
     settings read back from that run, the tables written into ``folder`` next to the paper's
-    numbers."""
+    numbers (None: only the run)."""
     config = digest(settings, str(cfg.reproduce.name))
     run_id = finished_run(client, exp_id, parent_id, "sampling", config)
     if run_id is None:
@@ -146,6 +149,8 @@ def mvs_tables(client: MlflowClient, exp_id: str, parent_id: str, cfg: DictConfi
                 cfg.tracking.experiment,
                 tags=tags,
             )
+    if folder is None:
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         local = Path(mlflow.artifacts.download_artifacts(run_id=run_id, dst_path=tmp))
         df, meta = pd.read_csv(local / "sampling.csv"), json.loads((local / "meta.json").read_text())

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -50,9 +49,7 @@ from runners.paper.reproduction.plan import (
 )
 from runners.tracking import runs as tracking
 from runners.tracking.run_log import RunLog
-from runners.tracking.stores import DEFAULT_TIMEOUT
 from runners.tuning import checks as tuning_checks
-from runners.tuning.storages import open_storage
 
 log = logging.getLogger(__name__)
 
@@ -317,7 +314,9 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command,
         t0, status = time.perf_counter(), "FAILED"
         try:
             if workers is not None and jobs > 1:
-                _in_workers(rep, workers, jobs)
+                on_disk = [n for n in datasets_of(cfg) if missing_data(n, cfg.paths.data_dir) is None]
+                todo = reproduce_jobs.items(on_disk, runs_mvs(cfg), _parts(cfg))
+                rep.in_workers = workers.run_all(cfg, todo, jobs, rep.parent_id)
             written = _units_and_tables(rep, tasks, rows, [int(s) for s in scale.seeds])
             status = "FINISHED"
         except BaseException as err:
@@ -337,26 +336,12 @@ def _parts(cfg: DictConfig) -> list[str]:
     return [p for p in papers_of(cfg) if p in reproduce_parts.PARTS and scale_of(cfg).get(p)]
 
 
-def _in_workers(rep: Reproduction, workers: reproduce_jobs.Workers, jobs: int) -> None:
-    """The reproduction's independent items (datasets on disk, the MVS tables, the parts) in ``jobs``
-    worker processes at once, when there are two or more."""
-    cfg = rep.cfg
-    on_disk = [n for n in datasets_of(cfg) if missing_data(n, cfg.paths.data_dir) is None]
-    todo = reproduce_jobs.items(on_disk, runs_mvs(cfg), _parts(cfg))
-    if len(todo) > 1:
-        if cfg.tune.get("enabled"):   # created once here: workers on a fresh storage race to create it
-            open_storage(cfg.tune.storage, cfg.tune.get("storage_timeout", DEFAULT_TIMEOUT))
-        log_dir = Path(HydraConfig.get().runtime.output_dir) / "jobs" if HydraConfig.initialized() \
-            else Path(tempfile.mkdtemp(prefix="reproduce-jobs-"))
-        workers.run(todo, min(jobs, len(todo)), rep.parent_id, log_dir)
-        rep.in_workers = True
-
-
 def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping[str, list[Row]],
                       seeds: list[int], worker: bool = False) -> dict[str, Path]:
     """Every unit of every dataset on disk, then its tables (and the MVS paper's, and the parts of
-    :mod:`runners.paper.reproduction.parts`), logged to the parent run (a ``worker`` logs only each
-    dataset's seconds); returns the folders written, by dataset or part."""
+    :mod:`runners.paper.reproduction.parts`), logged to the parent run; returns the folders written,
+    by dataset or part.  A ``worker`` makes the runs only (and logs each dataset's seconds): the
+    reproduction writes every table from them afterwards."""
     cfg, written = rep.cfg, {}
     out = Path(str(cfg.reproduce.out_dir))
     rep.total = sum(len(rows[tasks[name]]) * len(seeds) for name in datasets_of(cfg)
@@ -368,22 +353,31 @@ def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping
             continue
         t1, task_rows = time.perf_counter(), rows[tasks[name]]
         runs = rep.dataset(name, settings, task_rows, seeds)
+        if worker:   # its units only: the reproduction writes the tables once every worker is done
+            rep.run_log.metrics({f"seconds_{name}": time.perf_counter() - t1})
+            print(f"{name}: {len(runs)} units ({time.perf_counter() - t1:.0f} s in this worker)")
+            continue
         data = rep.unit_cfg([*task_rows[0].overrides, *data_overrides(name, settings), f"seed={seeds[0]}"])
         written[name] = WRITERS[tasks[name]](paper_tables.DatasetRuns(
             rep.client, rep.parent_id, name, task_rows, runs, seeds, data, cfg.reproduce, out / name))
-        if worker or not rep.in_workers:  # a worker's seconds are the dataset's, not its tables'
+        if not rep.in_workers:  # after workers, the dataset's seconds are the worker's
             rep.run_log.metrics({f"seconds_{name}": time.perf_counter() - t1})
         print(f"{name}: {written[name]} ({time.perf_counter() - t1:.0f} s in this invocation)")
     if runs_mvs(cfg):
         mvs = OmegaConf.to_container(scale_of(cfg).mvs, resolve=True)
-        written["mvs"] = reproduce_parts.mvs_tables(rep.client, rep.exp_id, rep.parent_id, rep.cfg, mvs,
-                                                     out / "mvs")
-        print(f"mvs: {written['mvs']}")
+        folder = reproduce_parts.mvs_tables(rep.client, rep.exp_id, rep.parent_id, rep.cfg, mvs,
+                                            None if worker else out / "mvs")
+        if folder is not None:
+            written["mvs"] = folder
+            print(f"mvs: {folder}")
     for name in _parts(cfg):
         settings = OmegaConf.to_container(scale_of(cfg)[name], resolve=True)
-        written[name] = reproduce_parts.run_part(rep.client, rep.exp_id, rep.parent_id, name, settings,
-                                                 digest(settings, str(cfg.reproduce.name)), out / name)
-        print(f"{name}: {written[name]}")
+        folder = reproduce_parts.run_part(rep.client, rep.exp_id, rep.parent_id, name, settings,
+                                          digest(settings, str(cfg.reproduce.name)),
+                                          None if worker else out / name)
+        if folder is not None:
+            written[name] = folder
+            print(f"{name}: {folder}")
     if worker:
         return written
     parent = rep.run_log
