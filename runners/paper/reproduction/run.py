@@ -296,8 +296,9 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command,
         On a bad ``reproduce`` setting or one its units share
         (:func:`runners.tuning.checks.check_reproduction`), before any run is created.
     RuntimeError
-        When the same reproduction already runs in another process (:mod:`runners.paper.reproduction.lock`),
-        before any run is created.
+        When the same reproduction already runs in another process
+        (:mod:`runners.paper.reproduction.lock`), before any run is created; when a worker fails,
+        naming its part, once the running workers have ended (the parent run then ends FAILED).
     """
     tuning_checks.check_reproduction(cfg)   # the settings its units share, naming the key
     jobs = reproduce_jobs.check_jobs(cfg.reproduce.get("jobs", 1))
