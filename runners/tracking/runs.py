@@ -296,14 +296,20 @@ def flatten(cfg: Mapping, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def command_line(module: str) -> str:
+    """This process's command line as ``python -m <module> <its arguments>``, shell-quoted."""
+    import shlex
+
+    return " ".join(["python", "-m", module, *(shlex.quote(a) for a in sys.argv[1:])])
+
+
 def made_by(module: str) -> str:
     """The provenance sentence of a committed result this process writes: ``Made by `python -m
     <module> <its arguments>` at commit `<sha>` on <date>.``"""
     import datetime
-    import shlex
 
-    command = " ".join(["python", "-m", module, *(shlex.quote(a) for a in sys.argv[1:])])
-    return f"Made by `{command}` at commit `{git_commit()}` on {datetime.date.today().isoformat()}."
+    today = datetime.date.today().isoformat()
+    return f"Made by `{command_line(module)}` at commit `{git_commit()}` on {today}."
 
 
 def git_commit() -> str:

@@ -20,7 +20,6 @@ waits for them.
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
+from runners.tracking.runs import command_line
 from runners.tracking.stores import DEFAULT_TIMEOUT
 from runners.tuning.storages import open_storage
 
@@ -70,8 +70,7 @@ def items(datasets: Sequence[str], mvs: bool, parts: Sequence[str]) -> list[Item
 def command() -> str:
     """The reproduction's command line as it was given (in a worker: the reproduction's, not the
     worker's own)."""
-    return os.environ.get(COMMAND_ENV) or " ".join(["python -m runners.reproduce",
-                                                    *(shlex.quote(a) for a in sys.argv[1:])])
+    return os.environ.get(COMMAND_ENV) or command_line("runners.reproduce")
 
 
 def cores() -> int:

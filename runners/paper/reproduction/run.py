@@ -315,8 +315,7 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command,
         t0, status = time.perf_counter(), "FAILED"
         try:
             if workers is not None and jobs > 1:
-                on_disk = [n for n in datasets_of(cfg) if missing_data(n, cfg.paths.data_dir) is None]
-                todo = reproduce_jobs.items(on_disk, runs_mvs(cfg), _parts(cfg))
+                todo = reproduce_jobs.items(_on_disk(cfg), runs_mvs(cfg), _parts(cfg))
                 rep.in_workers = workers.run_all(cfg, todo, jobs, rep.parent_id)
             written = _units_and_tables(rep, tasks, rows, [int(s) for s in scale.seeds])
             status = "FINISHED"
@@ -332,6 +331,11 @@ def reproduce(cfg: DictConfig, compose: Compose, *, tune: Command, fit: Command,
     return written
 
 
+def _on_disk(cfg: DictConfig) -> list[str]:
+    """The datasets of the GT-GBM paper's tables this reproduction runs whose files are on disk."""
+    return [name for name in datasets_of(cfg) if missing_data(name, cfg.paths.data_dir) is None]
+
+
 def _parts(cfg: DictConfig) -> list[str]:
     """The parts of :mod:`runners.paper.reproduction.parts` this reproduction makes."""
     return [p for p in papers_of(cfg) if p in reproduce_parts.PARTS and scale_of(cfg).get(p)]
@@ -345,8 +349,7 @@ def _units_and_tables(rep: Reproduction, tasks: Mapping[str, str], rows: Mapping
     reproduction writes every table from them afterwards."""
     cfg, written = rep.cfg, {}
     out = Path(str(cfg.reproduce.out_dir))
-    rep.total = sum(len(rows[tasks[name]]) * len(seeds) for name in datasets_of(cfg)
-                    if missing_data(name, cfg.paths.data_dir) is None)
+    rep.total = sum(len(rows[tasks[name]]) * len(seeds) for name in _on_disk(cfg))
     for name, settings in datasets_of(cfg).items():
         reason = missing_data(name, cfg.paths.data_dir)
         if reason is not None:
