@@ -26,6 +26,7 @@ from gbfs.booster.growing.grower import NUMERIC, GrowthParams, TreeGrower
 from gbfs.booster.growing.partition import split_partition
 from gbfs.booster.kernels._types import MISSING_BIN
 from gbfs.booster.kernels.categorical import bits_of
+from gbfs.booster.kernels.histogram import HistogramLayout
 from gbfs.booster.tree import PackedEnsemble
 from gbfs.criteria.penalty import FeatureUsage
 
@@ -153,6 +154,24 @@ def _histogram_modes():
     return modes
 
 
+class _UnfusedGrower(TreeGrower):
+    """Searches a split's children in two passes: build the smaller one, then subtract it."""
+
+    fuses_pairs = False
+
+
+def _budget_growers(Xb, mapper, params):
+    """Growers whose histogram budget holds exactly one histogram (fused pairs subtract along the
+    larger children; the two-pass search, which needs a second buffer, builds every node from rows),
+    and a two-pass grower subtracting everywhere."""
+    n, d = Xb.shape
+    one = 1.5 * HistogramLayout(mapper.n_bins_non_missing_).nbytes / (n * d)
+    tight = dataclasses.replace(params, subtraction_min_rows=0, histogram_memory_ratio=one)
+    free = dataclasses.replace(params, subtraction_min_rows=0, histogram_memory_ratio=1e6)
+    return [TreeGrower(Xb, mapper, tight), _UnfusedGrower(Xb, mapper, tight),
+            _UnfusedGrower(Xb, mapper, free)]
+
+
 def _grow_all_modes(Xb, mapper, params, rows, rw, hw, make_usage, norm):
     """Grow with every histogram mode; all must give the same tree. Returns (grown, usage) of each."""
     out = []
@@ -160,6 +179,9 @@ def _grow_all_modes(Xb, mapper, params, rows, rw, hw, make_usage, norm):
         usage = make_usage()
         p = dataclasses.replace(params, **extra)
         out.append((TreeGrower(Xb, mapper, p).grow(rows, rw, hw, usage, norm), usage))
+    for grower in _budget_growers(Xb, mapper, params):
+        usage = make_usage()
+        out.append((grower.grow(rows, rw, hw, usage, norm), usage))
     if np.all(hw[rows] == 1.0):  # the unit-weight fast path (count copied into channel 1)
         for extra in _histogram_modes():
             usage = make_usage()
@@ -300,6 +322,27 @@ def test_grower_matches_naive(config, seed):
             depth[ref.left[node]] = depth[ref.right[node]] = depth[node] + 1
     if params.max_depth is not None:
         assert max(depth.values()) <= params.max_depth
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_a_budget_of_one_histogram_subtracts_along_the_larger_children(config):
+    """With room for one histogram the grower keeps it and derives larger children by subtraction in
+    one pass with their smaller siblings; the two-pass search, which needs a second buffer, keeps none
+    (both grow the naive tree: test_grower_matches_naive)."""
+    X, mapper, Xb, rw, hw, rows, params, pen, pre_used, norm = _setup(config, 2)
+    fused, unfused, _ = _budget_growers(Xb, mapper, params)
+    larger = []
+    search_pair = fused._search_pair
+    fused._search_pair = lambda parent, small, large, features: (larger.append(large.count),
+                                                                 search_pair(parent, small, large, features))
+    for grower in (fused, unfused):
+        bags = None if pen["bags"] is None else np.array(pen["bags"])
+        usage = FeatureUsage(Xb.shape[1], pen["mu"], pen["costs"], bags)
+        for f in pre_used:
+            usage.mark_used(f)
+        grower.grow(rows, rw, hw, usage, norm)
+    assert (fused._n_hists, unfused._n_hists) == (1, 0)
+    assert larger, "no pair was searched by subtraction"
 
 
 def test_constraints_bind_in_configs():

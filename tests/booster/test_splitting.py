@@ -323,3 +323,63 @@ def test_subtract_and_scan_equals_scan_of_the_sibling():
     np.testing.assert_array_equal(np.isfinite(out[0]), np.isfinite(ref[0]))
     ok = np.isfinite(ref[0])
     np.testing.assert_allclose(out[0][ok], ref[0][ok], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("serial", [False, True])
+@pytest.mark.parametrize("scan_small", [True, False])
+def test_build_subtract_and_scan_is_build_then_subtract_bit_for_bit(serial, scan_small):
+    """Both children of a split in one pass: the smaller one's splits, the parent's buffer turned into
+    the larger one's histogram and its splits -- exactly the two-pass kernels' bits, on the listed
+    features only."""
+    from gbfs.booster.kernels.histogram import gather
+    from gbfs.booster.kernels.splitting import (
+        build_and_scan,
+        build_subtract_and_scan,
+        build_subtract_and_scan_serial,
+        subtract_and_scan,
+    )
+
+    X, rows, rw, hw = _problem(11, weights=True)
+    d = X.shape[1]
+    rng = np.random.default_rng(3)
+    small = np.sort(rng.choice(rows, rows.shape[0] // 3, replace=False)).astype(np.int32)
+    large = np.setdiff1d(rows, small).astype(np.int32)
+    features = np.array([0, 2, 3, 5, 7], dtype=np.int64)
+    layout = HistogramLayout(N_BINS)
+    r_ord, h_ord = np.empty(small.shape[0]), np.empty(small.shape[0])
+    gather(rw, small, r_ord)
+    gather(hw, small, h_ord)
+    rule_s = SplitRule(float(r_ord.sum()), float(h_ord.sum()), float(small.shape[0]), 2.0, 0.0, 1e-3, 0.3)
+    rule_l = SplitRule(float(rw[large].sum()), float(hw[large].sum()), float(large.shape[0]), 2.0, 0.0, 1e-3,
+                       0.3)
+    cols = np.arange(d)
+    # the two passes: build the smaller child (kept), subtract it from the parent
+    parent_ref = naive.flat_histogram(X, rows, rw, hw, N_BINS)
+    small_ref = layout.new()
+    splits_s_ref, splits_l_ref = _split_arrays(d), _split_arrays(d)
+    build_and_scan(X, cols, small, r_ord, h_ord, features, 2, True, small_ref, layout.offsets, N_BINS, rule_s,
+                   splits_s_ref)
+    subtract_and_scan(parent_ref, small_ref, features, layout.offsets, N_BINS, rule_l, splits_l_ref)
+    # the fused pass
+    parent = naive.flat_histogram(X, rows, rw, hw, N_BINS)
+    splits_s, splits_l = _split_arrays(d), _split_arrays(d)
+    for a in (*splits_s, *splits_l):
+        a[...] = 0
+    args = (X, cols, small, r_ord, h_ord, features)
+    tail = (parent, layout.offsets, N_BINS, scan_small, rule_s, splits_s, rule_l, splits_l)
+    if serial:
+        build_subtract_and_scan_serial(*args, *tail)
+    else:
+        build_subtract_and_scan(*args, 3, *tail)
+    np.testing.assert_array_equal(parent, parent_ref)  # every feature: the unlisted ones untouched
+    for got, want in zip(splits_l, splits_l_ref):
+        np.testing.assert_array_equal(got[features], want[features])
+    for got, want in zip(splits_s, splits_s_ref):
+        if scan_small:
+            np.testing.assert_array_equal(got[features], want[features])
+        else:
+            assert not np.any(got), "scan_small=False must not write the smaller child's splits"
+    # and the parent's buffer is the larger child's histogram
+    bins = np.concatenate([np.arange(layout.offsets[f], layout.offsets[f + 1]) for f in features])
+    np.testing.assert_allclose(parent[bins], naive.flat_histogram(X, large, rw, hw, N_BINS)[bins], rtol=1e-9,
+                               atol=1e-9)

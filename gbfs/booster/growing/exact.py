@@ -90,7 +90,7 @@ class ExactGrower(TreeGrower):
                 tree_lists(self._order, self._in_tree, self._lists)
         return super().grow(rows, rw, hw, usage, norm, hw_is_one, None, normaliser)
 
-    def _keep_hist(self, node) -> bool:
+    def _keep_hist(self, node, holding: bool = False) -> bool:
         return False  # no histograms, no subtraction
 
     def _alloc_split_arrays(self, node) -> None:

@@ -38,6 +38,8 @@ from ..kernels.splitting import (
     best_splits_per_feature_serial,
     build_and_scan,
     build_and_scan_serial,
+    build_subtract_and_scan,
+    build_subtract_and_scan_serial,
     penalized_best,
     subtract_and_scan,
     subtract_and_scan_serial,
@@ -117,6 +119,8 @@ class TreeGrower:
 
     #: a small row sample may be grown on a compact copy of its rows (``X_binned`` of :meth:`grow`)
     compacts = True
+    #: with a budget of one histogram, both children of a kept histogram are searched in one pass
+    fuses_pairs = True
 
     def __init__(self, X_binned, bin_mapper, params: GrowthParams, search: FeatureSearch | None = None):
         n, d = X_binned.shape
@@ -146,13 +150,9 @@ class TreeGrower:
         self.features = np.arange(d, dtype=np.int64)
         self._n_chunks = max(1, min(d, 8 * numba.get_num_threads()))
         hist_bytes = max(self.layout.nbytes, 1)
-        # a subtraction needs two buffers (the kept parent and the transient smaller child); when
-        # the budget cannot hold two (wide, short data such as Gisette, where one histogram is as
-        # large as the binned matrix) every node is built from its rows instead; the matrix counts
-        # at one byte per entry whatever its storage, so the trees do not depend on it
+        # kept histograms within the budget; the matrix counts at one byte per entry whatever its
+        # storage, so the trees do not depend on it
         self._max_hists = int(params.histogram_memory_ratio * n * d // hist_bytes)
-        if self._max_hists < 2:
-            self._max_hists = 0
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
         self._dummy_hist = np.empty((1, 3))
@@ -206,10 +206,28 @@ class TreeGrower:
             return 0.0
         return node.count / (node.sum_h + 2e-15) if node.sum_h > 0 else 0.0
 
-    def _can_keep(self) -> bool:
-        # reserve one buffer for the transient smaller child of a later subtraction
-        if self._max_hists == 0:
-            return False
+    def _fuses_pairs(self) -> bool:
+        """Does a split's pair of children share one pass
+        (:func:`~gbfs.booster.kernels.splitting.build_subtract_and_scan`)?
+
+        Only when the histogram budget holds exactly one histogram -- wide, short data such as
+        Gisette, where one histogram is about as large as the binned matrix.  The two-pass search
+        needs a second buffer for the smaller child, so it builds every node of such data from its
+        rows; one pass subtracts along the larger children with the one buffer.  With room for
+        more the two ways take the same time (measured at the Epsilon shape) and the two-pass
+        search is kept.  Only the column kernels fuse: categorical features and the row-wise
+        sparse index fill their own bins.
+        """
+        return self.fuses_pairs and self._max_hists == 1 and self.cats is None and self.sparse is None
+
+    def _can_keep(self, holding: bool = False) -> bool:
+        """May a node keep a histogram (``holding``: the one it already has, a larger child's)?
+
+        One buffer stays free for the transient smaller child of a later subtraction; a budget of one
+        histogram keeps it along the larger children of fused pairs, which need no second buffer.
+        """
+        if self._fuses_pairs():
+            return holding or len(self._free_hists) > 0 or self._n_hists < 1
         return len(self._free_hists) > 1 or self._n_hists + 1 < self._max_hists
 
     def _release(self, node):
@@ -316,8 +334,9 @@ class TreeGrower:
         h_ok = node.sum_h >= 2 * p.min_child_weight and node.sum_h + p.reg_lambda > 0.0
         return node.count >= self._min_count and h_ok
 
-    def _keep_hist(self, node) -> bool:
-        """Keep this node's histogram so its children can use the subtraction trick?"""
+    def _keep_hist(self, node, holding: bool = False) -> bool:
+        """Keep this node's histogram so its children can use the subtraction trick (``holding``: the
+        node already holds one)?"""
         p = self.params
         if p.max_depth is not None and node.depth + 1 >= p.max_depth:
             return False  # its children are leaves
@@ -325,7 +344,7 @@ class TreeGrower:
             return False  # each child searches its own feature set: nothing to subtract from
         if node.count < max(self._min_count + p.min_samples_leaf, p.subtraction_min_rows):
             return False
-        return self._can_keep()
+        return self._can_keep(holding)
 
     def gathered(self, node):
         """The node's rows and their residual / second channel in row order.
@@ -457,6 +476,37 @@ class TreeGrower:
             self._release(large)
         self._score(large)
 
+    def _search_pair(self, parent, small, large, features) -> None:
+        """Both children of ``parent`` from its kept histogram, with no second buffer: the smaller
+        one's bins from its rows, the larger one's as ``parent - small`` in the parent's buffer,
+        feature by feature (:func:`~gbfs.booster.kernels.splitting.build_subtract_and_scan`; the
+        sums of a separate build and subtraction).  The larger child keeps the buffer."""
+        scan_small = self.splittable(small)
+        numeric = self.pruning.live(features, parent.dead)
+        self._alloc_split_arrays(large)
+        large.searched = features
+        splits_s = large.splits  # not written when the smaller child is not searched
+        if scan_small:
+            self._alloc_split_arrays(small)
+            small.searched, splits_s = features, small.splits
+        parent_hist, parent.hist = parent.hist, None
+        rows, r_ord, h_ord = self.gathered(small)
+        tail = (parent_hist, self.offsets, self.n_bins, scan_small, self.split_rule(small), splits_s,
+                self.split_rule(large), large.splits)
+        for X, cols, part in self.matrix.parts(numeric):
+            nf = part.shape[0]
+            if (small.count + 2 * self.layout.max_width) * nf <= SERIAL_WORK:
+                build_subtract_and_scan_serial(X, cols, rows, r_ord, h_ord, part, *tail)
+            else:
+                chunks = max(1, min(self._n_chunks, nf))
+                build_subtract_and_scan(X, cols, rows, r_ord, h_ord, part, chunks, *tail)
+        large.hist = parent_hist
+        for child in (small, large) if scan_small else (large,):
+            child.dead = self.pruning.after_search(child.dead, numeric, child.splits.gain)
+            self._score(child)
+        if not self._keep_hist(large, holding=True):
+            self._release(large)
+
     def _score(self, node) -> None:
         gain = node.splits.gain
         if self._min_gain > 0.0:  # min_split_gain, and roundoff: too small a gain is no split
@@ -511,6 +561,9 @@ class TreeGrower:
         if wanted is not None and wanted is not self.features and parent.searched is not self.features \
                 and not np.all(np.isin(wanted, parent.searched, assume_unique=True)):
             wanted = None  # GT-GBM tree scope: Omega grew beyond the parent's histogram
+        if wanted is not None and self.splittable(large) and self._fuses_pairs():
+            self._search_pair(parent, small, large, wanted)
+            return
         if wanted is not None and self.splittable(large):
             # the smaller child's histogram must exist in full for the subtraction
             if self.splittable(small):

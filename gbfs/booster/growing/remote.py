@@ -59,6 +59,9 @@ class RemoteGrower(TreeGrower):
         itself (:mod:`gbfs.dask.group_tests`); a search that reads rows here is refused.
     """
 
+    #: the rows' holders send a node's histogram, not the sums of one feature at a time
+    fuses_pairs = False
+
     def __init__(self, source: HistogramSource, n_rows: int, bin_mapper, params: GrowthParams, search=None):
         self._configure(bin_mapper, params, search, n_rows, int(bin_mapper.n_edges_.shape[0]))
         if self.cats is not None:

@@ -254,6 +254,51 @@ def _subtract_scan_one(parent, small, f, offsets, n_bins, rule, splits):
     _store_split(f, scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _pair_one(X_binned, j, rows, r_ord, h_ord, f, hf, parent, offsets, nb, scan_small, rule_s, splits_s,
+              rule_l, splits_l):
+    accumulate(X_binned[:, j], rows, r_ord, h_ord, hf, nb)
+    if scan_small:
+        _store_split(f, scan_feature(hf, nb, rule_s), splits_s)
+    o = offsets[f]
+    for b in range(nb + 1):
+        parent[o + b, G_CH] -= hf[b, G_CH]
+        parent[o + b, H_CH] -= hf[b, H_CH]
+        parent[o + b, C_CH] -= hf[b, C_CH]
+    _store_split(f, scan_feature(parent[o:offsets[f + 1]], nb, rule_l), splits_l)
+
+
+@njit(parallel=True, cache=True)
+def build_subtract_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chunks, parent, offsets, n_bins,
+                            scan_small, rule_s, splits_s, rule_l, splits_l):
+    """Both children of a split in one pass per feature: the smaller child's bins from its ``rows``
+    (scanned into ``splits_s`` if ``scan_small``), then ``parent -= small`` -- the parent's buffer
+    becomes the larger child's histogram -- scanned into ``splits_l``.
+
+    The smaller child's bins live in a per-chunk scratch (in L1) and are never stored, so a
+    subtraction needs one histogram buffer, not two.  The sums are those of :func:`build_and_scan`
+    followed by :func:`subtract_and_scan`, bit for bit.
+    """
+    n_feat = features.shape[0]
+    for c in prange(n_chunks):
+        scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
+        for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
+            f = features[k]
+            _pair_one(X_binned, cols[f], rows, r_ord, h_ord, f, scratch, parent, offsets, n_bins[f],
+                      scan_small, rule_s, splits_s, rule_l, splits_l)
+
+
+@njit(cache=True, nogil=True)
+def build_subtract_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, parent, offsets, n_bins,
+                                   scan_small, rule_s, splits_s, rule_l, splits_l):
+    """:func:`build_subtract_and_scan` on one thread, for small work."""
+    scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
+    for k in range(features.shape[0]):
+        f = features[k]
+        _pair_one(X_binned, cols[f], rows, r_ord, h_ord, f, scratch, parent, offsets, n_bins[f], scan_small,
+                  rule_s, splits_s, rule_l, splits_l)
+
+
 @njit(parallel=True, cache=True)
 def subtract_and_scan(parent, small, features, offsets, n_bins, rule, splits):
     """Feature ``f``'s bins: ``parent -= small`` (the parent's buffer becomes the larger child's),
