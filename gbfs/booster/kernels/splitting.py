@@ -133,13 +133,14 @@ def scan_feature(hf, n_bins, rule):
     ch = 0.0
     cc = 0.0
     ce = 0.0  # the count min_samples_leaf reads
+    # an empty bin repeats the previous threshold's partition and gain, which the strict ``>`` never
+    # takes; it is scored anyway, as LightGBM does: testing for it is a mispredicted branch per bin
+    # on a small node, whose bins are empty at random (3x the scan's time at 200 rows x 255 bins)
     for t in range(n_bins):
         cg += hf[t, G_CH]
         ch += hf[t, H_CH]
         cc += hf[t, C_CH]
         ce += np.floor(hf[t, H_CH] * count_factor + 0.5) if by_hessian else hf[t, C_CH]
-        if hf[t, C_CH] == 0.0 and t > 0:
-            continue  # same partition as threshold t - 1
         if t < n_bins - 1 or has_missing:
             gain = split_gain(cg, ch, ce + shift, rule, parent_term)
             if gain > best:
