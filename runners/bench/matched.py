@@ -91,7 +91,11 @@ def warm_up(threads: int, sparse: bool = False) -> None:
     X[::9, 2] = np.nan
     y = (X[:, 0] + X[:, 1] > 1).astype(int)
     Xs = sp.csr_matrix(np.where(rng.random(X.shape) < 0.2, np.round(5 * X), 0.0))
+    # 6000 rows of 255-bin columns: the histogram budget holds one histogram, as at the Gisette
+    # shape, so the fit takes the one-buffer subtraction's kernels
+    X1 = rng.random((6000, 6))
+    y1 = (X1[:, 0] + X1[:, 1] > 1).astype(int)
     for method, crit in (("gbfs", "newton"), ("agbm", "sse")):
-        for data in (X, Xs.toarray(), Xs) if sparse else (X, Xs.toarray()):
+        for data, labels in [(X, y), (Xs.toarray(), y), (X1, y1)] + ([(Xs, y)] if sparse else []):
             GBFSClassifier(method=method, criterion=crit, n_estimators=2, n_threads=threads,
-                           max_depth=5).fit(data, y).predict(data)
+                           max_depth=5).fit(data, labels).predict(data)

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
-from .histogram import accumulate
+from .histogram import accumulate, accumulate4
 
 
 class SplitRule(NamedTuple):
@@ -215,23 +215,52 @@ def _build_scan_one(X_binned, j, rows, r_ord, h_ord, f, hf, nb, rule, splits):
     _store_split(f, scan_feature(hf, nb, rule), splits)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule, splits,
+                     scratch):
+    f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
+    h0 = hist[offsets[f0]:offsets[f0 + 1]] if keep else scratch[0]
+    h1 = hist[offsets[f1]:offsets[f1 + 1]] if keep else scratch[1]
+    h2 = hist[offsets[f2]:offsets[f2 + 1]] if keep else scratch[2]
+    h3 = hist[offsets[f3]:offsets[f3 + 1]] if keep else scratch[3]
+    accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]], X_binned[:, cols[f3]], rows,
+                r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2], n_bins[f3])
+    _store_split(f0, scan_feature(h0, n_bins[f0], rule), splits)
+    _store_split(f1, scan_feature(h1, n_bins[f1], rule), splits)
+    _store_split(f2, scan_feature(h2, n_bins[f2], rule), splits)
+    _store_split(f3, scan_feature(h3, n_bins[f3], rule), splits)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep, hist, offsets, n_bins, rule,
+                      splits, scratch):
+    k = lo
+    while k + 4 <= hi:
+        _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
+                         splits, scratch)
+        k += 4
+    for k in range(k, hi):
+        f = features[k]
+        hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch[0]
+        _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
+
+
 @njit(parallel=True, cache=True)
 def build_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins, rule,
                    splits):
     """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature
     (feature ``f`` is column ``cols[f]`` of ``X_binned``, as in
-    :func:`~gbfs.booster.kernels.histogram.build_histogram`).
+    :func:`~gbfs.booster.kernels.histogram.build_histogram`); features go four at a time through
+    :func:`~gbfs.booster.kernels.histogram.accumulate4`.
 
     If ``keep`` the histogram is written to the feature's bins of the flat ``hist`` (for a later
     subtraction); otherwise a per-chunk scratch histogram is used and ``hist`` is not touched.
     """
     n_feat = features.shape[0]
     for c in prange(n_chunks):
-        scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
-        for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
-            f = features[k]
-            hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
-            _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
+        scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
+        _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, c * n_feat // n_chunks,
+                          (c + 1) * n_feat // n_chunks, keep, hist, offsets, n_bins, rule, splits, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -239,11 +268,9 @@ def build_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, keep, hi
                           splits):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
-    scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
-    for k in range(features.shape[0]):
-        f = features[k]
-        hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch
-        _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
+    scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
+    _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], keep, hist, offsets,
+                      n_bins, rule, splits, scratch)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -256,9 +283,9 @@ def _subtract_scan_one(parent, small, f, offsets, n_bins, rule, splits):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pair_one(X_binned, j, rows, r_ord, h_ord, f, hf, parent, offsets, nb, scan_small, rule_s, splits_s,
-              rule_l, splits_l):
-    accumulate(X_binned[:, j], rows, r_ord, h_ord, hf, nb)
+def _pair_rest(f, hf, parent, offsets, nb, scan_small, rule_s, splits_s, rule_l, splits_l):
+    """The smaller child's scan, ``parent -= small`` and the larger child's scan, for feature ``f``
+    whose smaller-child bins are ``hf``."""
     if scan_small:
         _store_split(f, scan_feature(hf, nb, rule_s), splits_s)
     o = offsets[f]
@@ -267,6 +294,25 @@ def _pair_one(X_binned, j, rows, r_ord, h_ord, f, hf, parent, offsets, nb, scan_
         parent[o + b, H_CH] -= hf[b, H_CH]
         parent[o + b, C_CH] -= hf[b, C_CH]
     _store_split(f, scan_feature(parent[o:offsets[f + 1]], nb, rule_l), splits_l)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pair_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, parent, offsets, n_bins, scan_small,
+                rule_s, splits_s, rule_l, splits_l, scratch):
+    k = lo
+    while k + 4 <= hi:
+        f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
+        accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]], X_binned[:, cols[f3]],
+                    rows, r_ord, h_ord, scratch[0], scratch[1], scratch[2], scratch[3], n_bins[f0], n_bins[f1],
+                    n_bins[f2], n_bins[f3])
+        for q in range(4):
+            f = features[k + q]
+            _pair_rest(f, scratch[q], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l, splits_l)
+        k += 4
+    for k in range(k, hi):
+        f = features[k]
+        accumulate(X_binned[:, cols[f]], rows, r_ord, h_ord, scratch[0], n_bins[f])
+        _pair_rest(f, scratch[0], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l, splits_l)
 
 
 @njit(parallel=True, cache=True)
@@ -282,22 +328,19 @@ def build_subtract_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chun
     """
     n_feat = features.shape[0]
     for c in prange(n_chunks):
-        scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
-        for k in range(c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks):
-            f = features[k]
-            _pair_one(X_binned, cols[f], rows, r_ord, h_ord, f, scratch, parent, offsets, n_bins[f],
-                      scan_small, rule_s, splits_s, rule_l, splits_l)
+        scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
+        _pair_range(X_binned, cols, rows, r_ord, h_ord, features, c * n_feat // n_chunks,
+                    (c + 1) * n_feat // n_chunks, parent, offsets, n_bins, scan_small, rule_s, splits_s, rule_l,
+                    splits_l, scratch)
 
 
 @njit(cache=True, nogil=True)
 def build_subtract_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, parent, offsets, n_bins,
                                    scan_small, rule_s, splits_s, rule_l, splits_l):
     """:func:`build_subtract_and_scan` on one thread, for small work."""
-    scratch = np.empty((MISSING_BIN + 1, 3), dtype=np.float64)
-    for k in range(features.shape[0]):
-        f = features[k]
-        _pair_one(X_binned, cols[f], rows, r_ord, h_ord, f, scratch, parent, offsets, n_bins[f], scan_small,
-                  rule_s, splits_s, rule_l, splits_l)
+    scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
+    _pair_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], parent, offsets, n_bins,
+                scan_small, rule_s, splits_s, rule_l, splits_l, scratch)
 
 
 @njit(parallel=True, cache=True)
