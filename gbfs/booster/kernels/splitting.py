@@ -216,15 +216,15 @@ def _build_scan_one(X_binned, j, rows, r_ord, h_ord, f, hf, nb, rule, splits):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule, splits,
-                     scratch):
+def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
+                     splits, scratch):
     f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
     h0 = hist[offsets[f0]:offsets[f0 + 1]] if keep else scratch[0]
     h1 = hist[offsets[f1]:offsets[f1 + 1]] if keep else scratch[1]
     h2 = hist[offsets[f2]:offsets[f2 + 1]] if keep else scratch[2]
     h3 = hist[offsets[f3]:offsets[f3 + 1]] if keep else scratch[3]
-    accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]], X_binned[:, cols[f3]], rows,
-                r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2], n_bins[f3])
+    accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]], X_binned[:, cols[f3]],
+                rows, r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2], n_bins[f3])
     _store_split(f0, scan_feature(h0, n_bins[f0], rule), splits)
     _store_split(f1, scan_feature(h1, n_bins[f1], rule), splits)
     _store_split(f2, scan_feature(h2, n_bins[f2], rule), splits)
@@ -239,8 +239,8 @@ def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep
         _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
                          splits, scratch)
         k += 4
-    for k in range(k, hi):
-        f = features[k]
+    for j in range(k, hi):
+        f = features[j]
         hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch[0]
         _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
 
@@ -302,15 +302,16 @@ def _pair_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, parent, of
     k = lo
     while k + 4 <= hi:
         f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
-        accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]], X_binned[:, cols[f3]],
-                    rows, r_ord, h_ord, scratch[0], scratch[1], scratch[2], scratch[3], n_bins[f0], n_bins[f1],
-                    n_bins[f2], n_bins[f3])
+        accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]],
+                    X_binned[:, cols[f3]], rows, r_ord, h_ord, scratch[0], scratch[1], scratch[2], scratch[3],
+                    n_bins[f0], n_bins[f1], n_bins[f2], n_bins[f3])
         for q in range(4):
             f = features[k + q]
-            _pair_rest(f, scratch[q], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l, splits_l)
+            _pair_rest(f, scratch[q], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l,
+                       splits_l)
         k += 4
-    for k in range(k, hi):
-        f = features[k]
+    for j in range(k, hi):
+        f = features[j]
         accumulate(X_binned[:, cols[f]], rows, r_ord, h_ord, scratch[0], n_bins[f])
         _pair_rest(f, scratch[0], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l, splits_l)
 
@@ -330,8 +331,8 @@ def build_subtract_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chun
     for c in prange(n_chunks):
         scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
         _pair_range(X_binned, cols, rows, r_ord, h_ord, features, c * n_feat // n_chunks,
-                    (c + 1) * n_feat // n_chunks, parent, offsets, n_bins, scan_small, rule_s, splits_s, rule_l,
-                    splits_l, scratch)
+                    (c + 1) * n_feat // n_chunks, parent, offsets, n_bins, scan_small, rule_s, splits_s,
+                    rule_l, splits_l, scratch)
 
 
 @njit(cache=True, nogil=True)
@@ -339,8 +340,8 @@ def build_subtract_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features,
                                    scan_small, rule_s, splits_s, rule_l, splits_l):
     """:func:`build_subtract_and_scan` on one thread, for small work."""
     scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
-    _pair_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], parent, offsets, n_bins,
-                scan_small, rule_s, splits_s, rule_l, splits_l, scratch)
+    _pair_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], parent, offsets,
+                n_bins, scan_small, rule_s, splits_s, rule_l, splits_l, scratch)
 
 
 @njit(parallel=True, cache=True)
