@@ -92,8 +92,8 @@ def warm_up(threads: int, sparse: bool = False) -> None:
     y = (X[:, 0] + X[:, 1] > 1).astype(int)
     Xs = sp.csr_matrix(np.where(rng.random(X.shape) < 0.2, np.round(5 * X), 0.0))
     # 6000 rows of 255-bin columns: the histogram budget holds one histogram, as at the Gisette
-    # shape, so the fit takes the one-buffer subtraction's kernels
-    X1 = rng.random((6000, 6))
+    # shape, so the fit takes the one-buffer subtraction's kernels (40 columns: the parallel ones)
+    X1 = rng.random((6000, 40))
     y1 = (X1[:, 0] + X1[:, 1] > 1).astype(int)
     for method, crit in (("gbfs", "newton"), ("agbm", "sse")):
         for data, labels in [(X, y), (Xs.toarray(), y), (X1, y1)] + ([(Xs, y)] if sparse else []):
