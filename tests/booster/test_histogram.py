@@ -200,13 +200,17 @@ def test_four_features_in_one_pass_are_the_one_feature_sums_bit_for_bit(all_rows
     rule = SplitRule(float(r_ord.sum()), float(n if unit else h_ord.sum()), float(rows.shape[0]), 3.0, 0.0,
                      1e-3, 0.2)
     features = np.arange(d, dtype=np.int64)  # seven: one group of four and three one at a time
-    hist = layout.new()
-    splits = Splits.empty(d)
-    build_and_scan(X, np.arange(d), kernel_rows, r_ord, kernel_h, features, 1, True, hist, layout.offsets, nb,
-                   rule, splits)
-    for f in range(d):
-        want = np.full((nb[f] + 1, 3), np.nan)
-        one(X[:, f], want, nb[f])
-        np.testing.assert_array_equal(layout.feature(hist, f), want)
-        res = scan_feature(want, nb[f], rule)
-        assert (splits.gain[f], splits.bin[f], splits.missing_left[f], *splits.left_sums[f]) == res
+    # a root of every row may copy its counts from a table over all rows instead of adding them
+    every = naive.flat_histogram(X, np.arange(n), np.zeros(n), np.ones(n), nb)[:, 2].copy()
+    tables = [np.empty(0), every] if all_rows else [np.empty(0)]
+    for counts in tables:
+        hist = layout.new()
+        splits = Splits.empty(d)
+        build_and_scan(X, np.arange(d), kernel_rows, r_ord, kernel_h, features, 1, True, hist, layout.offsets,
+                       nb, rule, splits, counts)
+        for f in range(d):
+            want = np.full((nb[f] + 1, 3), np.nan)
+            one(X[:, f], want, nb[f])
+            np.testing.assert_array_equal(layout.feature(hist, f), want)
+            res = scan_feature(want, nb[f], rule)
+            assert (splits.gain[f], splits.bin[f], splits.missing_left[f], *splits.left_sums[f]) == res

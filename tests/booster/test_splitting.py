@@ -286,7 +286,7 @@ def test_build_and_scan_equals_histogram_then_scan(keep, path):
         a[...] = 0
     rule = SplitRule(float(r_ord.sum()), float(h_ord.sum()), float(rows.shape[0]), 3.0, 0.0, 1e-3, 0.5)
     build_and_scan(X, np.arange(d), kernel_rows, r_ord, kernel_h, features, 3, keep, hist, layout.offsets,
-                   N_BINS, rule, out)
+                   N_BINS, rule, out, np.empty(0))
     ref = _kernel(X, rows, rw, hw, 3, 1e-3, 0.5)
     for got, want in zip(out, ref):
         np.testing.assert_allclose(got[features], want[features], rtol=1e-12, atol=1e-12)
@@ -358,7 +358,7 @@ def test_build_subtract_and_scan_is_build_then_subtract_bit_for_bit(serial, scan
     small_ref = layout.new()
     splits_s_ref, splits_l_ref = _split_arrays(d), _split_arrays(d)
     build_and_scan(X, cols, small, r_ord, h_ord, features, 2, True, small_ref, layout.offsets, N_BINS, rule_s,
-                   splits_s_ref)
+                   splits_s_ref, np.empty(0))
     subtract_and_scan(parent_ref, small_ref, features, layout.offsets, N_BINS, rule_l, splits_l_ref)
     # the fused pass
     parent = naive.flat_histogram(X, rows, rw, hw, N_BINS)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from ..kernels._types import ROW_DTYPE
+from ..kernels._types import C_CH, ROW_DTYPE
 from ..kernels.categorical import CAT_DEFAULTS, bins_of
 from ..kernels.histogram import HistogramLayout, build_histogram, gather
 from ..kernels.portable import total
@@ -135,6 +135,7 @@ class TreeGrower:
         self._buffer = np.empty(n, dtype=ROW_DTYPE)
         self._no_rows = np.empty(0, dtype=ROW_DTYPE)
         self._no_h = np.empty(0, dtype=np.float64)
+        self._counts = None  # _root_counts
 
     def _configure(self, bin_mapper, params: GrowthParams, search: FeatureSearch | None, n: int,
                    d: int) -> None:
@@ -430,14 +431,28 @@ class TreeGrower:
 
     def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
         rule = self.split_rule(node)
+        counts = self._root_counts() if rows.shape[0] == 0 and self.matrix is self._columns else self._no_h
         for X, cols, part in self.matrix.parts(features):
             if node.count * part.shape[0] <= SERIAL_WORK:
                 build_and_scan_serial(X, cols, rows, r_ord, h_ord, part, keep, hist, self.offsets,
-                                      self.n_bins, rule, node.splits)
+                                      self.n_bins, rule, node.splits, counts)
                 continue
             n_chunks = max(1, min(self._n_chunks, part.shape[0]))
             build_and_scan(X, cols, rows, r_ord, h_ord, part, n_chunks, keep, hist, self.offsets, self.n_bins,
-                           rule, node.splits)
+                           rule, node.splits, counts)
+
+    def _root_counts(self) -> np.ndarray:
+        """Every feature's bin counts over all rows (flat layout), which a root without sampling
+        copies instead of counting its rows again at every tree; empty (count as you go) where the
+        histogram budget holds fewer than two histograms (the table is a third of one) or a
+        row-wise index builds the sparse columns."""
+        if self._counts is None:
+            self._counts = self._no_h
+            if self._max_hists >= 2 and self.sparse is None:
+                hist = self.layout.new()
+                self._fill_counts(hist, self.features)
+                self._counts = np.ascontiguousarray(hist[:, C_CH])
+        return self._counts
 
     # -- pending nodes ---------------------------------------------------------------------------
     def _complete(self, node) -> None:

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
-from .histogram import accumulate, accumulate4
+from .histogram import accumulate, accumulate4, accumulate4_counted
 
 
 class SplitRule(NamedTuple):
@@ -217,14 +217,22 @@ def _build_scan_one(X_binned, j, rows, r_ord, h_ord, f, hf, nb, rule, splits):
 
 @njit(cache=True, nogil=True, inline="always")
 def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
-                     splits, scratch):
+                     splits, scratch, counts):
     f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
     h0 = hist[offsets[f0]:offsets[f0 + 1]] if keep else scratch[0]
     h1 = hist[offsets[f1]:offsets[f1 + 1]] if keep else scratch[1]
     h2 = hist[offsets[f2]:offsets[f2 + 1]] if keep else scratch[2]
     h3 = hist[offsets[f3]:offsets[f3 + 1]] if keep else scratch[3]
-    accumulate4(X_binned[:, cols[f0]], X_binned[:, cols[f1]], X_binned[:, cols[f2]], X_binned[:, cols[f3]],
-                rows, r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2], n_bins[f3])
+    c0, c1 = X_binned[:, cols[f0]], X_binned[:, cols[f1]]
+    c2, c3 = X_binned[:, cols[f2]], X_binned[:, cols[f3]]
+    if counts.shape[0] > 0:
+        accumulate4_counted(c0, c1, c2, c3, r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2],
+                            n_bins[f3], counts[offsets[f0]:offsets[f0 + 1]],
+                            counts[offsets[f1]:offsets[f1 + 1]], counts[offsets[f2]:offsets[f2 + 1]],
+                            counts[offsets[f3]:offsets[f3 + 1]])
+    else:
+        accumulate4(c0, c1, c2, c3, rows, r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2],
+                    n_bins[f3])
     _store_split(f0, scan_feature(h0, n_bins[f0], rule), splits)
     _store_split(f1, scan_feature(h1, n_bins[f1], rule), splits)
     _store_split(f2, scan_feature(h2, n_bins[f2], rule), splits)
@@ -233,11 +241,11 @@ def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist
 
 @njit(cache=True, nogil=True, inline="always")
 def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep, hist, offsets, n_bins, rule,
-                      splits, scratch):
+                      splits, scratch, counts):
     k = lo
     while k + 4 <= hi:
         _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
-                         splits, scratch)
+                         splits, scratch, counts)
         k += 4
     for j in range(k, hi):
         f = features[j]
@@ -247,7 +255,7 @@ def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep
 
 @njit(parallel=True, cache=True)
 def build_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chunks, keep, hist, offsets, n_bins, rule,
-                   splits):
+                   splits, counts):
     """Histogram of ``features`` over ``rows`` and their best splits, in one pass per feature
     (feature ``f`` is column ``cols[f]`` of ``X_binned``, as in
     :func:`~gbfs.booster.kernels.histogram.build_histogram`); features go four at a time through
@@ -255,22 +263,25 @@ def build_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chunks, keep,
 
     If ``keep`` the histogram is written to the feature's bins of the flat ``hist`` (for a later
     subtraction); otherwise a per-chunk scratch histogram is used and ``hist`` is not touched.
+    ``counts`` (empty: none) are every feature's bin counts over all rows, in the flat layout, for
+    a node of every row in order (``rows`` empty): its groups of four then add no counts.
     """
     n_feat = features.shape[0]
     for c in prange(n_chunks):
         scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
         _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, c * n_feat // n_chunks,
-                          (c + 1) * n_feat // n_chunks, keep, hist, offsets, n_bins, rule, splits, scratch)
+                          (c + 1) * n_feat // n_chunks, keep, hist, offsets, n_bins, rule, splits, scratch,
+                          counts)
 
 
 @njit(cache=True, nogil=True)
 def build_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, keep, hist, offsets, n_bins, rule,
-                          splits):
+                          splits, counts):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
     scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
     _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], keep, hist, offsets,
-                      n_bins, rule, splits, scratch)
+                      n_bins, rule, splits, scratch, counts)
 
 
 @njit(cache=True, nogil=True, inline="always")
