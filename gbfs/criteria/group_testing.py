@@ -55,7 +55,8 @@ from numba import njit, prange
 from ..booster.binning import BinMapper
 from ..booster.kernels._types import C_CH, G_CH, H_CH, MAX_BINS, N_BINS
 from ..booster.kernels.portable import mean, total
-from ..booster.kernels.splitting import SplitRule, scan_feature
+from ..booster.kernels.scan import scan_feature
+from ..booster.kernels.splitting import SplitRule
 from ..booster.kernels.tasks import run_tasks
 
 GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node

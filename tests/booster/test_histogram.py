@@ -170,7 +170,8 @@ def test_four_features_in_one_pass_are_the_one_feature_sums_bit_for_bit(all_rows
     from numba import njit
 
     from gbfs.booster.kernels.histogram import accumulate, accumulate4
-    from gbfs.booster.kernels.splitting import SplitRule, Splits, build_and_scan, scan_feature
+    from gbfs.booster.kernels.scan import scan_feature
+    from gbfs.booster.kernels.splitting import SplitRule, Splits, build_and_scan
 
     rng, X, rw, hw, layout = _problem(5)
     n, d = X.shape

@@ -255,6 +255,58 @@ def test_per_feature_gains_plus_penalty_equal_global_brute_force():
     assert (f, frozenset(lrows)) == best[1]
 
 
+# -- the walk of a small node's occupied bins -----------------------------------------------------
+
+WIDE_BINS = np.array([1, 2, 63, 64, 65, 128, 129, 200, 254, 255], dtype=np.int32)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("msl,mcw,lam,weights", [(1, 1e-3, 0.0, False), (20, 1e-3, 0.0, True),
+                                                 (3, 1e-3, 2.5, True)])
+def test_small_nodes_of_many_bins_match_brute_force(seed, msl, mcw, lam, weights):
+    """Nodes with fewer rows than bins (the occupied-bin walk) against brute force."""
+    rng = np.random.default_rng(100 + seed)
+    n = 60
+    X = np.column_stack([rng.integers(0, nb, n) for nb in WIDE_BINS]).astype(np.uint8)
+    X[rng.random(n) < 0.1, 4] = MISSING_BIN
+    X = np.asfortranarray(X)
+    rows = np.sort(rng.choice(n, 45, replace=False)).astype(np.int32)
+    rw = rng.normal(size=n)
+    hw = rng.random(n) * 2 + 0.05 if weights else np.ones(n)
+    _assert_same_splits(X, rows, rw, hw, msl, mcw, lam, WIDE_BINS)
+
+
+def _random_bins(rng, n_bins, n_rows, missing):
+    """One feature's histogram of ``n_rows`` rows at random bins (some rows missing)."""
+    hf = np.zeros((n_bins + 1, 3))
+    for _ in range(n_rows):
+        b = n_bins if missing and rng.random() < 0.2 else int(rng.integers(0, n_bins))
+        g, h = rng.normal(), rng.uniform(0.01, 0.25)
+        hf[b] += (g, h, 1.0)
+    return hf
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_occupied_walk_equals_the_walk_of_every_bin_bit_for_bit(seed):
+    """Scoring bin 0 and the occupied bins only gives exactly the record of scoring every bin, in
+    both ``min_samples_leaf`` counts, with and without missing values, including the degenerate
+    settings (no minimum leaf, no minimum weight) where an empty first bin has a finite gain."""
+    from gbfs.booster.kernels.scan import scan_bins
+
+    rng = np.random.default_rng(seed)
+    for n_bins in (1, 2, 3, 63, 64, 65, 127, 128, 129, 191, 192, 193, 254, 255):
+        n_rows = int(rng.integers(1, 2 * n_bins + 3))
+        hf = _random_bins(rng, n_bins, n_rows, missing=bool(rng.integers(0, 2)))
+        sum_g, sum_h, sum_c = hf[:, 0].sum(), hf[:, 1].sum(), hf[:, 2].sum()
+        for msl, mcw, lam in ((0.0, 0.0, 1.0), (1.0, 1e-3, 0.0), (5.0, 0.0, 0.5), (20.0, 1e-3, 0.0)):
+            for factor in (0.0, sum_c / sum_h):
+                rule = SplitRule(sum_g, sum_h, sum_c, msl, factor, mcw, lam)
+                every = scan_bins(hf, n_bins, rule, False)
+                occupied = scan_bins(hf, n_bins, rule, True)
+                bits = [tuple(float(v).hex() for v in rec) for rec in (every, occupied)]
+                assert bits[0] == bits[1], (n_bins, n_rows, msl, mcw, lam, factor, every, occupied)
+
+
 # -- the fused kernels the grower runs: build (or subtract) + scan in one pass per feature ---------
 
 def _split_arrays(d):

@@ -101,7 +101,8 @@ def _naive_scan(hist, n, msl, factor):
 
 
 def test_hessian_leaf_count_matches_a_brute_force_reference():
-    from gbfs.booster.kernels.splitting import SplitRule, scan_feature
+    from gbfs.booster.kernels.scan import scan_feature
+    from gbfs.booster.kernels.splitting import SplitRule
 
     rng = np.random.default_rng(3)
     for _ in range(200):

@@ -24,7 +24,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH
-from .splitting import split_gain
+from .scan import split_gain
 
 
 @njit(cache=True, nogil=True)
@@ -43,7 +43,7 @@ def scan_sorted(xs, gs, hs, n_valid, rule):
     ``xs[:n_valid]`` are the sorted non-missing values, ``xs[n_valid:]`` the missing ones; ``gs`` and
     ``hs`` the rows' residual and second channel in the same order.  Returns (gain, threshold,
     missing_left, left g, left h, left count); gain ``-inf``: no admissible split.  The candidate
-    splits are those of :func:`gbfs.booster.kernels.splitting.scan_feature` with a bin per distinct
+    splits are those of :func:`gbfs.booster.kernels.scan.scan_feature` with a bin per distinct
     value: missing rows right or (when there are some) left, and "every non-missing row left"
     (threshold ``inf``) only with missing rows to send right.
     """

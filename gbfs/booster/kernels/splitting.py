@@ -36,6 +36,7 @@ from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
 from .histogram import accumulate, accumulate4, accumulate4_counted
+from .scan import scan_feature
 
 
 class SplitRule(NamedTuple):
@@ -69,99 +70,6 @@ class Splits(NamedTuple):
         return cls(np.empty(n_features) if gain is None else np.full(n_features, gain),
                    np.empty(n_features, dtype=np.int32), np.empty(n_features, dtype=np.bool_),
                    np.empty((n_features, 3), dtype=np.float64))
-
-
-@njit(cache=True, nogil=True)
-def split_gain(lg, lh, lc, rule, parent_term):
-    """Gain of a split with left sums (lg, lh, lc), or -inf if a child is too small (``lc``: the left
-    child's row count as the caller counts it for ``min_samples_leaf``; ``parent_term`` the node's
-    ``G^2 / (H + lambda)``)."""
-    rg = rule.sum_g - lg
-    rh = rule.sum_h - lh
-    rc = rule.sum_c - lc
-    if lc < rule.min_samples_leaf or rc < rule.min_samples_leaf:
-        return -np.inf
-    if lh < rule.min_child_weight or rh < rule.min_child_weight:
-        return -np.inf
-    # with min_child_weight = 0 a child can hold only zero hessians (LambdaRank rows of queries
-    # with one relevance): it has no Newton step, so no gain (rather than a division by zero)
-    lam = rule.reg_lambda
-    if lh + lam <= 0.0 or rh + lam <= 0.0:
-        return -np.inf
-    return lg * lg / (lh + lam) + rg * rg / (rh + lam) - parent_term
-
-
-@njit(cache=True, nogil=True)
-def scan_feature(hf, n_bins, rule):
-    """Best threshold of one feature under ``rule``: (gain, bin, missing_left, left g, left h, left
-    count).
-
-    ``hf`` holds the feature's ``n_bins`` value bins and then its missing bin.
-
-    ``min_samples_leaf`` counts the rows of a child exactly when ``rule.count_factor`` is 0;
-    otherwise, as LightGBM's ``min_data_in_leaf`` does, each bin of the right child counts
-    ``round(H_bin * count_factor)`` rows (``count_factor = n_node / H_node``) and the left child
-    the node's other rows: rows whose hessian is small count for less.
-
-    Left child = bins ``<= t``; the missing bin goes to whichever side is better.
-    When the node holds no missing value the missing direction is the larger child
-    (rows with NaN at prediction time follow the majority, as in scikit-learn).
-    """
-    sum_c, count_factor = rule.sum_c, rule.count_factor
-    parent_term = rule.sum_g * rule.sum_g / (rule.sum_h + rule.reg_lambda)
-    mg = hf[n_bins, G_CH]  # the missing bin follows the value bins
-    mh = hf[n_bins, H_CH]
-    mc = hf[n_bins, C_CH]
-    has_missing = mc > 0
-    by_hessian = count_factor > 0.0
-    me = np.floor(mh * count_factor + 0.5) if by_hessian else mc
-    # LightGBM rounds each bin of the right child (it scans from the right) and gives the left
-    # child the node's other rows: left = sum_c - (total - ce), with ce the rounded left bins
-    shift = 0.0
-    if by_hessian:
-        total = me
-        for t in range(n_bins):
-            total += np.floor(hf[t, H_CH] * count_factor + 0.5)
-        shift = sum_c - total
-    best = -np.inf
-    best_bin = -1
-    best_ml = False
-    blg = 0.0
-    blh = 0.0
-    blc = 0.0
-    cg = 0.0
-    ch = 0.0
-    cc = 0.0
-    ce = 0.0  # the count min_samples_leaf reads
-    # an empty bin repeats the previous threshold's partition and gain, which the strict ``>`` never
-    # takes; it is scored anyway, as LightGBM does: testing for it is a mispredicted branch per bin
-    # on a small node, whose bins are empty at random (3x the scan's time at 200 rows x 255 bins)
-    for t in range(n_bins):
-        cg += hf[t, G_CH]
-        ch += hf[t, H_CH]
-        cc += hf[t, C_CH]
-        ce += np.floor(hf[t, H_CH] * count_factor + 0.5) if by_hessian else hf[t, C_CH]
-        if t < n_bins - 1 or has_missing:
-            gain = split_gain(cg, ch, ce + shift, rule, parent_term)
-            if gain > best:
-                best = gain
-                best_bin = t
-                best_ml = (not has_missing) and cc >= sum_c - cc
-                blg = cg
-                blh = ch
-                blc = cc
-        # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
-        # left" split scored above, so it is skipped to keep one canonical form (not a rounding tie)
-        if has_missing and t < n_bins - 1 and cc > 0:
-            gain = split_gain(cg + mg, ch + mh, ce + me + shift, rule, parent_term)
-            if gain > best:
-                best = gain
-                best_bin = t
-                best_ml = True
-                blg = cg + mg
-                blh = ch + mh
-                blc = cc + mc
-    return best, best_bin, best_ml, blg, blh, blc
 
 
 @njit(cache=True, nogil=True)
