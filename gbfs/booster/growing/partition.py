@@ -25,24 +25,29 @@ def split_partition(partition, start, end, col, bin_threshold, missing_left, bit
     categorical one (``bits`` not empty) the bins of the left set ``bits``
     (:mod:`gbfs.booster.kernels.categorical`; the missing bin is never in it).
     """
-    categorical = bits.shape[0] > 0
     n_left = 0
     n_right = 0
-    for i in range(start, end):
-        row = partition[i]
-        b = col[row]
-        if categorical:
-            go_left = in_set(bits, np.int64(b))
-        elif b == MISSING_BIN:
-            go_left = missing_left
-        else:
-            go_left = b <= bin_threshold
-        if go_left:
+    if bits.shape[0] > 0:
+        for i in range(start, end):
+            row = partition[i]
+            if in_set(bits, np.int64(col[np.uint32(row)])):
+                partition[start + n_left] = row  # never overtakes i: safe in place
+                n_left += 1
+            else:
+                buffer[n_right] = row
+                n_right += 1
+    else:
+        # without a branch on the side: a split sends rows left at random, and a mispredicted
+        # branch per row costs more than writing each row to both places
+        for i in range(start, end):
+            row = partition[i]
+            b = col[np.uint32(row)]
+            missing = b == MISSING_BIN
+            go_left = np.int64(((b <= bin_threshold) & ~missing) | (missing & missing_left))
             partition[start + n_left] = row  # never overtakes i: safe in place
-            n_left += 1
-        else:
             buffer[n_right] = row
-            n_right += 1
+            n_left += go_left
+            n_right += 1 - go_left
     for k in range(n_right):
         partition[start + n_left + k] = buffer[k]
     return n_left
