@@ -143,7 +143,7 @@ def gather(values, rows, out):
     Serial: O(n_node) and memory-bound, cheaper than a parallel launch.
     """
     for i in range(rows.shape[0]):
-        out[i] = values[rows[i]]
+        out[i] = values[np.uint32(rows[i])]  # unsigned: no wraparound code
 
 
 @njit(cache=True, nogil=True, inline="always")

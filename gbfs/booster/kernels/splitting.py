@@ -194,11 +194,12 @@ def build_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, keep, hi
 
 @njit(cache=True, nogil=True, inline="always")
 def _subtract_scan_one(parent, small, f, offsets, n_bins, rule, splits):
-    for b in range(offsets[f], offsets[f + 1]):
-        parent[b, G_CH] -= small[b, G_CH]
-        parent[b, H_CH] -= small[b, H_CH]
-        parent[b, C_CH] -= small[b, C_CH]
-    _store_split(f, scan_feature(parent[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
+    p, s = parent[offsets[f]:offsets[f + 1]], small[offsets[f]:offsets[f + 1]]
+    for b in range(p.shape[0]):  # from 0: the index is known non-negative (no wraparound code)
+        p[b, G_CH] -= s[b, G_CH]
+        p[b, H_CH] -= s[b, H_CH]
+        p[b, C_CH] -= s[b, C_CH]
+    _store_split(f, scan_feature(p, n_bins[f], rule), splits)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -207,12 +208,12 @@ def _pair_rest(f, hf, parent, offsets, nb, scan_small, rule_s, splits_s, rule_l,
     whose smaller-child bins are ``hf``."""
     if scan_small:
         _store_split(f, scan_feature(hf, nb, rule_s), splits_s)
-    o = offsets[f]
+    p = parent[offsets[f]:offsets[f + 1]]
     for b in range(nb + 1):
-        parent[o + b, G_CH] -= hf[b, G_CH]
-        parent[o + b, H_CH] -= hf[b, H_CH]
-        parent[o + b, C_CH] -= hf[b, C_CH]
-    _store_split(f, scan_feature(parent[o:offsets[f + 1]], nb, rule_l), splits_l)
+        p[b, G_CH] -= hf[b, G_CH]
+        p[b, H_CH] -= hf[b, H_CH]
+        p[b, C_CH] -= hf[b, C_CH]
+    _store_split(f, scan_feature(p, nb, rule_l), splits_l)
 
 
 @njit(cache=True, nogil=True, inline="always")
