@@ -523,10 +523,8 @@ class TreeGrower:
             self._release(large)
 
     def _score(self, node) -> None:
-        gain = node.splits.gain
-        if self._min_gain > 0.0:  # min_split_gain, and roundoff: too small a gain is no split
-            gain = np.where(gain > self._min_gain, gain, -np.inf)
-        node.feature, node.score = penalized_best(gain, self._usage.penalty(), self._norm)
+        node.feature, node.score = penalized_best(node.splits.gain, self._usage.penalty(), self._norm,
+                                                  self._min_gain)
         node.version = self._usage.version
 
     def _split(self, node, builder):

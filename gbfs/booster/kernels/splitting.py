@@ -98,16 +98,32 @@ def best_splits_per_feature_serial(hist, features, offsets, n_bins, rule, splits
         _store_split(f, scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
 
 
-def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float) -> tuple[int, float]:
-    """Feature maximising ``gain / norm - penalty`` and its score (ties: lowest index).
+def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float,
+                   min_gain: float = 0.0) -> tuple[int, float]:
+    """Feature maximising ``gain / norm - penalty`` and its score (ties: lowest index), among the
+    features whose gain is above ``min_gain`` when it is positive (``min_split_gain`` and the
+    roundoff floor: too small a gain is no split).
 
     Returns ``(-1, -inf)`` when no feature has an admissible split.
     """
-    score = gain / norm - penalty
-    f = int(np.argmax(score))
-    if not np.isfinite(score[f]):
+    f, score = _penalized_best(gain, penalty, float(norm), float(min_gain))
+    return int(f), float(score)
+
+
+@njit(cache=True, nogil=True)
+def _penalized_best(gain, penalty, norm, min_gain):
+    # one pass instead of four numpy calls: it runs for every scored node
+    best = -np.inf
+    f = -1
+    for j in range(gain.shape[0]):
+        g = gain[j] if min_gain <= 0.0 or gain[j] > min_gain else -np.inf
+        s = g / norm - penalty[j]
+        if s > best:
+            best = s
+            f = j
+    if not np.isfinite(best):
         return -1, -np.inf
-    return f, float(score[f])
+    return f, best
 
 
 # -- fused kernels: build (or subtract) a histogram and scan it while it is still in cache ----------
