@@ -134,11 +134,12 @@ def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist, first_row):
     all_rows = rows.shape[0] == 0
     unit = h_ord.shape[0] == 0
     for i in range(r_ord.shape[0]):
-        row = first_row + i if all_rows else rows[i]
+        row = np.uint64(first_row + i) if all_rows else np.uint64(np.uint32(rows[i]))
         r = r_ord[i]
         h = 1.0 if unit else h_ord[i]
-        for k in range(indptr[row], indptr[row + 1]):
-            j = idx[k]
+        # unsigned indices: no negative-index wraparound code in the loop
+        for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + np.uint64(1)])):
+            j = np.uint64(idx[k])
             hist[j, G_CH] += r
             hist[j, H_CH] += h
             hist[j, C_CH] += 1.0
