@@ -27,7 +27,7 @@ import numpy as np
 
 from ..kernels._types import C_CH, ROW_DTYPE
 from ..kernels.categorical import CAT_DEFAULTS, bins_of
-from ..kernels.histogram import HistogramLayout, build_histogram, gather
+from ..kernels.histogram import HistogramLayout, build_histogram, build_histogram_serial, gather
 from ..kernels.portable import total
 from ..kernels.sparse_binned import block_of, entries_of, to_dense
 from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
@@ -56,6 +56,13 @@ from .pruning import Pruning
 #: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
 #: node for 5 features of 900 rows in parallel against ~0.02 ms serial)
 SERIAL_WORK = 60_000
+
+
+def _histogram_kernel(n_rows: int, features: np.ndarray):
+    """The histogram kernel for ``n_rows`` rows of ``features``: one thread for small work."""
+    return build_histogram_serial if n_rows * features.shape[0] <= SERIAL_WORK else build_histogram
+
+
 #: histogram subtractions of at most this many features run on one thread
 SERIAL_SUBTRACT_FEATURES = 48
 #: a split must gain more than this share of its tree's ``sum w g^2 / h`` (the gain normaliser plus
@@ -180,7 +187,8 @@ class TreeGrower:
             np.isin(features, self.sparse.features)
         rowwise, columns = features[indexed], features[~indexed]
         for X, cols, part in self._columns.parts(columns):
-            build_histogram(X, cols, self._no_rows, zeros, no_h, part, self.offsets, self.n_bins, hist)
+            kernel = _histogram_kernel(n, part)
+            kernel(X, cols, self._no_rows, zeros, no_h, part, self.offsets, self.n_bins, hist)
         if rowwise.shape[0]:
             self.sparse.build_histogram(self._no_rows, zeros, no_h, 0.0, float(n), float(n), self.offsets,
                                         hist, rowwise)
@@ -427,7 +435,8 @@ class TreeGrower:
 
     def _histogram_by_columns(self, node, rows, r_ord, h_ord, features) -> None:
         for X, cols, part in self.matrix.parts(features):
-            build_histogram(X, cols, rows, r_ord, h_ord, part, self.offsets, self.n_bins, node.hist)
+            _histogram_kernel(node.count, part)(X, cols, rows, r_ord, h_ord, part, self.offsets, self.n_bins,
+                                                node.hist)
 
     def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
         rule = self.split_rule(node)

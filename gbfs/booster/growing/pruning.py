@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels.histogram import HistogramLayout
-from ..kernels.splitting import SplitRule, Splits, best_splits_per_feature
+from ..kernels.sparse_rows import SERIAL_BINS, flat_bins
+from ..kernels.splitting import SplitRule, Splits, best_splits_per_feature, best_splits_per_feature_serial
 
 
 def unsplittable(fill_counts, n: int, layout: HistogramLayout, features: np.ndarray,
@@ -44,7 +45,10 @@ def unsplittable(fill_counts, n: int, layout: HistogramLayout, features: np.ndar
     # unless it is too small); an admissible split gains 0, an inadmissible one -inf
     rule = SplitRule(0.0, float(n), float(n), float(max(min_samples_leaf, 1)), 0.0, 0.0, 1.0)
     splits = Splits.empty(d, -np.inf)
-    best_splits_per_feature(hist, features, layout.offsets, layout.n_bins, rule, splits)
+    # few bins: one thread (no thread-pool wake-up; and a small fit compiles no parallel scan)
+    scan = best_splits_per_feature_serial if flat_bins(features, layout.offsets) <= SERIAL_BINS \
+        else best_splits_per_feature
+    scan(hist, features, layout.offsets, layout.n_bins, rule, splits)
     dead[features] = splits.gain[features] == -np.inf
     return dead
 

@@ -128,6 +128,15 @@ def build_histogram(X_binned, cols, rows, r_ord, h_ord, features, offsets, n_bin
         accumulate(X_binned[:, cols[f]], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
 
 
+@njit(cache=True, nogil=True)
+def build_histogram_serial(X_binned, cols, rows, r_ord, h_ord, features, offsets, n_bins, hist):
+    """:func:`build_histogram` on one thread, for small work (no thread-pool wake-up; a small fit
+    compiles no parallel kernel for it)."""
+    for k in range(features.shape[0]):
+        f = features[k]
+        accumulate(X_binned[:, cols[f]], rows, r_ord, h_ord, hist[offsets[f]:offsets[f + 1]], n_bins[f])
+
+
 @njit(parallel=True, cache=True)
 def subtract_histograms(parent, child, out):
     """``out = parent - child`` over a whole flat histogram (``out`` may be ``parent``)."""

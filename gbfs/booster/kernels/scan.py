@@ -3,8 +3,9 @@
 :func:`scan_feature` walks the feature's value bins left to right, keeping the left child's sums,
 and scores every threshold with :func:`split_gain` (the gain of Eq. 1 of the GT-GBM paper; the
 Newton gain with hessians).  It runs in three passes: the left sums at each threshold, in bin
-order; every threshold's gain, with no dependence between bins (vector divisions, each rounded as
-the scalar one); then the first best in bin order.
+order; every threshold's gain with the missing bin right, with no dependence between bins (vector
+divisions, each rounded as the scalar one); then the first best in bin order (with missing values,
+each threshold's missing-left gain is scored there).
 
 A node with few rows per bin leaves many bins empty.  An empty bin repeats the previous
 threshold's sums and gain, which the strict ``>`` of the last pass never takes, so such a node
@@ -109,7 +110,7 @@ def scan_bins(hf, n_bins, rule, occupied):
     mc = hf[n_bins, C_CH]
     has_missing = mc > 0
     me = np.floor(mh * count_factor + 0.5) if by_hessian else mc
-    left = np.empty((6, n))  # g, h, count, the count min_samples_leaf reads, two gains
+    left = np.empty((5, n))  # g, h, count, the count min_samples_leaf reads, the gain
     cg = 0.0
     ch = 0.0
     cc = 0.0
@@ -130,12 +131,6 @@ def scan_bins(hf, n_bins, rule, occupied):
     for k in range(n):
         gain = _gain_or_none(left[0, k], left[1, k], left[3, k] + shift, rule, parent_term)
         left[4, k] = gain if ts[k] < n_bins - 1 or has_missing else -np.inf
-    if has_missing:
-        # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
-        # left" split, skipped to keep one canonical form (not a rounding tie)
-        for k in range(n):
-            gain = _gain_or_none(left[0, k] + mg, left[1, k] + mh, left[3, k] + me + shift, rule, parent_term)
-            left[5, k] = gain if ts[k] < n_bins - 1 and left[2, k] > 0 else -np.inf
     best = -np.inf
     best_bin = -1
     best_ml = False
@@ -150,11 +145,16 @@ def scan_bins(hf, n_bins, rule, occupied):
             blg = left[0, k]
             blh = left[1, k]
             blc = left[2, k]
-        if has_missing and left[5, k] > best:
-            best = left[5, k]
-            best_bin = ts[k]
-            best_ml = True
-            blg = left[0, k] + mg
-            blh = left[1, k] + mh
-            blc = left[2, k] + mc
+        # cc == 0 would put only the missing rows left: the mirror image of the "all non-missing
+        # left" split, skipped to keep one canonical form (not a rounding tie).  Scored here, one
+        # at a time: features with missing values are few, and a second vector pass compiles long
+        if has_missing and ts[k] < n_bins - 1 and left[2, k] > 0:
+            gain = split_gain(left[0, k] + mg, left[1, k] + mh, left[3, k] + me + shift, rule, parent_term)
+            if gain > best:
+                best = gain
+                best_bin = ts[k]
+                best_ml = True
+                blg = left[0, k] + mg
+                blh = left[1, k] + mh
+                blc = left[2, k] + mc
     return best, best_bin, best_ml, blg, blh, blc
