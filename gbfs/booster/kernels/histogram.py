@@ -67,6 +67,14 @@ class HistogramLayout:
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _zero(hf, nb):
+    for b in range(nb + 1):
+        hf[b, G_CH] = 0.0
+        hf[b, H_CH] = 0.0
+        hf[b, C_CH] = 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def accumulate(col, rows, r_ord, h_ord, hf, nb):
     """Sums of one feature over the node's rows (``r_ord``/``h_ord`` are gathered by row order).
 
@@ -76,11 +84,7 @@ def accumulate(col, rows, r_ord, h_ord, hf, nb):
     second channel equals the count (the papers' SSE criterion with unit row weights): two sums
     per row instead of three, ~35% faster, and the count is copied into channel 1 afterwards.
     """
-    width = nb + 1
-    for b in range(width):
-        hf[b, G_CH] = 0.0
-        hf[b, H_CH] = 0.0
-        hf[b, C_CH] = 0.0
+    _zero(hf, nb)
     n = r_ord.shape[0]
     unit = h_ord.shape[0] == 0
     # unsigned rows and bins: numba emits no negative-index wraparound for them, and without it
@@ -109,7 +113,7 @@ def accumulate(col, rows, r_ord, h_ord, hf, nb):
             hf[b, H_CH] += h_ord[i]
             hf[b, C_CH] += 1.0
     if unit:
-        for b in range(width):
+        for b in range(nb + 1):
             hf[b, H_CH] = hf[b, C_CH]
 
 
@@ -153,14 +157,6 @@ def gather(values, rows, out):
     """
     for i in range(rows.shape[0]):
         out[i] = values[np.uint32(rows[i])]  # unsigned: no wraparound code
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _zero(hf, nb):
-    for b in range(nb + 1):
-        hf[b, G_CH] = 0.0
-        hf[b, H_CH] = 0.0
-        hf[b, C_CH] = 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
