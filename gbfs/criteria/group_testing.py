@@ -204,49 +204,64 @@ def _prefix_sums(lo, hi, Xb, z_values, subsets, stored, prefix):
 # -- node kernels --------------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
+def min_max(values, n):
+    """Exact ``(min, max)`` of ``values[:n]`` (float32, no NaN), as float64; ``(inf, -inf)`` when
+    ``n`` is 0.
+
+    Compared as integers: mapping an IEEE-754 bit pattern ``b`` to ``b ^ ((b >> 31) & 0x7FFFFFFF)``
+    orders the integers as the floats (negatives' magnitude bits flipped; -0.0 just below +0.0,
+    which bins a pseudo-feature the same), and the map is its own inverse.  Integer min/max
+    reductions vectorise; the float ones stay scalar without ``fastmath`` (NaN and signed-zero
+    semantics), which this kernel must not use -- and the min and max of a set do not depend on
+    the order they are taken in, so every host gets the same pair.
+    """
+    if n == 0:
+        return np.inf, -np.inf
+    keys = values[:n].view(np.int32)
+    lo = np.int32(0x7FFFFFFF)
+    hi = np.int32(-0x80000000)
+    for i in range(n):
+        b = keys[i]
+        key = b ^ ((b >> 31) & 0x7FFFFFFF)
+        lo = min(lo, key)
+        hi = max(hi, key)
+    pair = np.empty(2, dtype=np.int32)
+    pair[0] = lo ^ ((lo >> 31) & 0x7FFFFFFF)
+    pair[1] = hi ^ ((hi >> 31) & 0x7FFFFFFF)
+    floats = pair.view(np.float32)
+    return np.float64(floats[0]), np.float64(floats[1])
+
+
+@njit(cache=True, nogil=True)
 def half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
     """Pseudo-feature ``sum_{t in [lo, hi)} z_{subset[t]}`` of the node's rows into ``out``.
 
-    Returns its (min, max) over the rows, taken in the pass that writes a stored half.  ``rows``
-    empty means rows ``0..n-1``.  The loops are duplicated per case so that none of them branches
-    per row.
+    Returns its (min, max) over the rows (:func:`min_max`, a pass over ``out`` while it is in
+    cache).  ``rows`` empty means rows ``0..n-1``.  The loops are duplicated per case so that none
+    of them branches per row.
     """
     all_rows = rows.shape[0] == 0
     c_lo = col_of[lo]
     c_hi = col_of[hi]
-    mn = np.inf
-    mx = -np.inf
     if c_hi >= 0 and c_lo == -2:  # lo == 0: the stored prefix is the value
         top = prefix[k, c_hi]
         if all_rows:
             for i in range(n):
-                v = top[i]
-                out[i] = v
-                mn = min(mn, v)
-                mx = max(mx, v)
+                out[i] = top[i]
         else:
             for i in range(n):
-                v = top[rows[i]]
-                out[i] = v
-                mn = min(mn, v)
-                mx = max(mx, v)
-        return mn, mx
+                out[i] = top[rows[i]]
+        return min_max(out, n)
     if c_hi >= 0 and c_lo >= 0:  # stored boundaries: one subtraction per row
         top = prefix[k, c_hi]
         bot = prefix[k, c_lo]
         if all_rows:
             for i in range(n):
-                v = top[i] - bot[i]
-                out[i] = v
-                mn = min(mn, v)
-                mx = max(mx, v)
+                out[i] = top[i] - bot[i]
         else:
             for i in range(n):
-                v = top[rows[i]] - bot[rows[i]]
-                out[i] = v
-                mn = min(mn, v)
-                mx = max(mx, v)
-        return mn, mx
+                out[i] = top[rows[i]] - bot[rows[i]]
+        return min_max(out, n)
     for i in range(n):  # a small half: sum its few standardised columns directly
         out[i] = 0.0
     for t in range(lo, hi):
@@ -259,11 +274,7 @@ def half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
         else:
             for i in range(n):
                 out[i] += z[col[rows[i]]]
-    for i in range(n):
-        v = out[i]
-        mn = min(mn, v)
-        mx = max(mx, v)
-    return mn, mx
+    return min_max(out, n)
 
 
 @njit(cache=True, nogil=True)

@@ -182,6 +182,27 @@ def test_pseudo_features_equal_direct_sums(direct_sum_below, s):
                 np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5, err_msg=f"k={k} [{lo}, {hi})")
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 64, 1001])
+def test_min_max_equals_numpy_bit_for_bit(n):
+    """The pseudo-features' integer-keyed min and max are NumPy's, as float64, over negatives,
+    both signed zeros, subnormals and large magnitudes; only the first ``n`` values count."""
+    rng = np.random.default_rng(n)
+    special = np.array([0.0, -0.0, 1e-42, -1e-42, 3e38, -3e38, 1.0, -1.0], dtype=np.float32)
+    for trial in range(20):
+        v = (rng.standard_normal(n + 5) * 10.0 ** rng.integers(-3, 4)).astype(np.float32)
+        if trial % 2:
+            v[rng.integers(0, n + 5, size=min(n, 4))] = rng.choice(special, size=min(n, 4))
+        got = gt.min_max(v, n)
+        if n == 0:
+            assert got == (np.inf, -np.inf)
+            continue
+        want = (float(v[:n].min()), float(v[:n].max()))
+        assert got == want and all(isinstance(x, float) for x in got), (got, want)
+        if want[0] == 0.0:  # -0.0 and +0.0 tie: either may come back, both bin alike
+            continue
+        assert np.float64(got[0]).tobytes() == np.float64(want[0]).tobytes()
+
+
 def test_subsets_are_random_subsets_in_random_order():
     X = np.random.default_rng(0).random((50, 30))
     pl, tester = make_tester(X, 3, seed=5)  # 28 subsets of 10 features
