@@ -47,6 +47,7 @@ the best used feature".
 from __future__ import annotations
 
 import math
+import mmap
 from dataclasses import dataclass
 
 import numpy as np
@@ -391,6 +392,21 @@ def draw_subsets(pl: GroupTestPlan, n_features: int, rng: np.random.Generator) -
     return subsets
 
 
+def _unhinted_empty(shape: tuple, dtype) -> np.ndarray:
+    """An uninitialised array in its own anonymous mapping, without NumPy's huge-page hint.
+
+    NumPy asks the kernel for transparent huge pages on every large array (``madvise``); where the
+    kernel's THP ``defrag`` setting is ``madvise`` (the common default) the first write to each
+    2 MB page may then wait for the kernel to compact memory.  The precompute writes its whole
+    buffer once: at the Gisette shape (185 MB) that took 0.36-0.51 s with the hint and 0.14-0.16 s
+    without it.  Later reads stream whole columns, which ordinary pages serve as well.
+    """
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if nbytes == 0:
+        return np.empty(shape, dtype=dtype)
+    return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
+
+
 class GroupTester:
     """The precomputed pseudo-features of one binned training matrix and the node search.
 
@@ -434,7 +450,7 @@ class GroupTester:
         n = X_binned.shape[0]
         p, m = subsets.shape
         stored = halving_boundaries(m, direct_sum_below)[1:]
-        prefix = np.empty((p, stored.shape[0], n), dtype=np.float32)
+        prefix = _unhinted_empty((p, stored.shape[0], n), np.float32)
         run_tasks(_prefix_sums, p, X_binned, z_values, subsets, stored, prefix, task_cost=n * m)
         return cls(X_binned, z_values, subsets, stored, prefix)
 
