@@ -21,6 +21,33 @@ def midpoint_edges(values: np.ndarray) -> np.ndarray:
     return (u[:-1] + u[1:]) / 2.0
 
 
+def edges_and_means(values: np.ndarray, max_bins: int, min_data_in_bin: int) -> tuple[np.ndarray, np.ndarray]:
+    """A column's edges and the mean of the (non-NaN) values of each bin, from the whole sorted
+    column: with at most ``max_bins`` distinct values a bin closes at a value change once it holds
+    ``min_data_in_bin`` values (LightGBM's greedy rule; the edge is the midpoint), otherwise the
+    edges are the ``q / n_bins`` quantiles (midpoint interpolation, equal ones merged) with
+    ``n_bins = min(max_bins, n // min_data_in_bin)``; empty bins get NaN means."""
+    v = np.sort(values[~np.isnan(values)])
+    edges = []
+    if np.unique(v).size <= max_bins:
+        start = 0
+        for i in range(1, v.size):
+            if v[i] != v[i - 1] and i - start >= min_data_in_bin:
+                edges.append(v[i - 1] * 0.5 + v[i] * 0.5)
+                start = i
+    else:
+        n_bins = max(1, min(max_bins, v.size // min_data_in_bin))
+        for q in range(1, n_bins):
+            pos = q * (v.size - 1) / n_bins
+            edge = v[math.floor(pos)] * 0.5 + v[math.ceil(pos)] * 0.5
+            if not edges or edge > edges[-1]:
+                edges.append(edge)
+    edges = np.asarray(edges)
+    bins = np.searchsorted(edges, v, side="left")
+    means = np.array([v[bins == b].mean() if np.any(bins == b) else np.nan for b in range(edges.size + 1)])
+    return edges, means
+
+
 def bin_values(x: np.ndarray, edges: np.ndarray) -> np.ndarray:
     """``bin(x) = #{edges < x}``; NaN -> 255."""
     x = np.asarray(x, dtype=np.float64)

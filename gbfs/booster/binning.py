@@ -32,25 +32,51 @@ from .kernels.tasks import run_tasks
 
 
 @njit(cache=True, nogil=True)
-def _edges_of_sorted(values, max_bins, min_data_in_bin, out):
-    """Write the bin edges of a sorted, NaN-free column into ``out``; return their count."""
-    n = values.shape[0]
+def _at(nz, neg, n_zero, i):
+    """Value ``i`` of a sorted column held as its sorted values other than +0.0 (``nz``, of which
+    the first ``neg`` sort below +0.0) with a run of ``n_zero`` values +0.0 between them."""
+    if i < neg:
+        return nz[i]
+    if i < neg + n_zero:
+        return 0.0
+    return nz[i - n_zero]
+
+
+@njit(cache=True, nogil=True)
+def _edges_of_sorted(nz, neg, n_zero, max_bins, min_data_in_bin, out):
+    """Write the bin edges of a sorted, NaN-free column (:func:`_at`) into ``out``; return their
+    count.  Inside the run of zeros no value changes: the walks step over it in one go."""
+    n = nz.shape[0] + n_zero
     if n == 0:
         return 0
+    run_lo, run_hi = neg, neg + n_zero  # i in (run_lo, run_hi): values i - 1 and i are both +0.0
     # count distinct values
     n_distinct = 1
-    for i in range(1, n):
-        if values[i] != values[i - 1]:
+    i = 1
+    while i < n:
+        if run_lo < i < run_hi:
+            i = run_hi
+            continue
+        if _at(nz, neg, n_zero, i) != _at(nz, neg, n_zero, i - 1):
             n_distinct += 1
+        i += 1
     n_edges = 0
     if n_distinct <= max_bins:
         in_bin = 0  # rows of the bin being filled: it closes at a value change once it holds enough
-        for i in range(1, n):
+        i = 1
+        while i < n:
+            if run_lo < i < run_hi:
+                in_bin += run_hi - i
+                i = run_hi
+                continue
             in_bin += 1
-            if values[i] != values[i - 1] and in_bin >= min_data_in_bin:
-                out[n_edges] = values[i - 1] * 0.5 + values[i] * 0.5  # no overflow near +-DBL_MAX
+            a = _at(nz, neg, n_zero, i - 1)
+            b = _at(nz, neg, n_zero, i)
+            if b != a and in_bin >= min_data_in_bin:
+                out[n_edges] = a * 0.5 + b * 0.5  # no overflow near +-DBL_MAX
                 n_edges += 1
                 in_bin = 0
+            i += 1
         return n_edges
     # equal-frequency edges: the q/n_bins quantiles with midpoint interpolation
     n_bins = max(1, min(max_bins, n // min_data_in_bin))
@@ -58,7 +84,7 @@ def _edges_of_sorted(values, max_bins, min_data_in_bin, out):
         pos = q * (n - 1) / n_bins
         lo = int(np.floor(pos))
         hi = int(np.ceil(pos))
-        edge = values[lo] * 0.5 + values[hi] * 0.5
+        edge = _at(nz, neg, n_zero, lo) * 0.5 + _at(nz, neg, n_zero, hi) * 0.5
         if n_edges == 0 or edge > out[n_edges - 1]:
             out[n_edges] = edge
             n_edges += 1
@@ -66,8 +92,9 @@ def _edges_of_sorted(values, max_bins, min_data_in_bin, out):
 
 
 @njit(cache=True, nogil=True)
-def _standardised_bin_values(values, edges, n_edges, out):
-    """Min-max standardised mean of the sorted ``values`` falling in each bin (GT-GBM's z).
+def _standardised_bin_values(nz, neg, n_zero, edges, n_edges, out):
+    """Min-max standardised mean of the sorted column's values (:func:`_at`) falling in each bin
+    (GT-GBM's z).
 
     ``out[b] = (mean of the values in bin b - min) / (max - min)``; the missing bin gets
     the standardised mean of all values; a constant (or empty) column gets 0.
@@ -76,19 +103,20 @@ def _standardised_bin_values(values, edges, n_edges, out):
     # generic implementation for seconds in a fresh environment
     for k in range(out.shape[0]):
         out[k] = 0.0
-    n = values.shape[0]
-    if n == 0 or not values[n - 1] > values[0]:
+    n = nz.shape[0] + n_zero
+    if n == 0 or not _at(nz, neg, n_zero, n - 1) > _at(nz, neg, n_zero, 0):
         return
     for k in range(n_edges + 1):
         out[k] = -1.0  # marks a bin no value fell in
-    lo = values[0]
-    scale = 1.0 / (values[n - 1] - lo)
+    lo = _at(nz, neg, n_zero, 0)
+    scale = 1.0 / (_at(nz, neg, n_zero, n - 1) - lo)
     b = 0
     total = 0.0
     acc = 0.0
     cnt = 0
-    for i in range(n):
-        v = values[i]
+    i = 0
+    while i < n:
+        v = _at(nz, neg, n_zero, i)
         while b < n_edges and edges[b] < v:  # the bin transform() gives v: #edges < v
             out[b] = ((acc / cnt) - lo) * scale if cnt > 0 else -1.0
             b += 1
@@ -97,6 +125,11 @@ def _standardised_bin_values(values, edges, n_edges, out):
         acc += v
         cnt += 1
         total += v
+        if i == neg and n_zero > 1:  # the rest of the zeros: adding +0.0 again changes no sum
+            cnt += n_zero - 1
+            i = neg + n_zero
+            continue
+        i += 1
     out[b] = ((acc / cnt) - lo) * scale
     for k in range(n_edges + 1):  # a bin no (subsampled) value fell in
         if out[k] < 0.0:
@@ -109,14 +142,6 @@ def _standardised_bin_values(values, edges, n_edges, out):
     out[MISSING_BIN] = (total / n - lo) * scale
 
 
-@njit(cache=True, nogil=True)
-def _fit_sorted(values, max_bins, min_data_in_bin, edges, z_values):
-    """Edges and standardised bin values of sorted NaN-free ``values``; returns the edge count."""
-    n_edges = _edges_of_sorted(values, max_bins, min_data_in_bin, edges)
-    _standardised_bin_values(values, edges, n_edges, z_values)
-    return n_edges
-
-
 @njit(cache=True, nogil=True, inline="always")
 def _below_zero(v):
     """``v`` sorts before +0.0 in the radix order: negative, or -0.0."""
@@ -124,20 +149,16 @@ def _below_zero(v):
 
 
 @njit(cache=True, nogil=True)
-def _with_zeros(nz, m, n_zero):
-    """The sorted column of the sorted values ``nz[:m]`` (no +0.0 among them) and ``n_zero``
-    values +0.0, in the radix sort's order (-0.0 before +0.0)."""
+def _fit_with_zeros(nz, n_zero, max_bins, min_data_in_bin, edges, z_values):
+    """Edges and standardised bin values of the column of the sorted values ``nz`` and ``n_zero``
+    values +0.0, in the radix sort's order (-0.0 before +0.0); returns the edge count.  The zeros
+    are never written out: a text column of a handful of non-zeros costs its non-zeros."""
     neg = 0
-    while neg < m and _below_zero(nz[neg]):
+    while neg < nz.shape[0] and _below_zero(nz[neg]):
         neg += 1
-    col = np.empty(m + n_zero, dtype=np.float64)
-    for i in range(neg):  # element loops: see _standardised_bin_values
-        col[i] = nz[i]
-    for i in range(neg, neg + n_zero):
-        col[i] = 0.0
-    for i in range(neg, m):
-        col[i + n_zero] = nz[i]
-    return col
+    n_edges = _edges_of_sorted(nz, neg, n_zero, max_bins, min_data_in_bin, edges)
+    _standardised_bin_values(nz, neg, n_zero, edges, n_edges, z_values)
+    return n_edges
 
 
 @njit(cache=True, nogil=True)
@@ -156,9 +177,8 @@ def _fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
             elif not np.isnan(v):
                 col[m] = v
                 m += 1
-        nz = sort_floats(col[:m])
-        n_edges[f] = _fit_sorted(_with_zeros(nz, m, n_zero), max_bins, min_data_in_bin, edges[f],
-                                 z_values[f])
+        n_edges[f] = _fit_with_zeros(sort_floats(col[:m]), n_zero, max_bins, min_data_in_bin, edges[f],
+                                     z_values[f])
 
 
 @njit(cache=True, nogil=True)
@@ -174,9 +194,8 @@ def _fit_edges_csc(lo, hi, n, indptr, data, max_bins, min_data_in_bin, edges, n_
                 stored[m] = v
                 m += 1
         # only the stored values are sorted; the implicit zeros are put in place around them
-        nz = sort_floats(stored[:m])
-        col = _with_zeros(nz, m, n - (indptr[f + 1] - indptr[f]))
-        n_edges[f] = _fit_sorted(col, max_bins, min_data_in_bin, edges[f], z_values[f])
+        n_edges[f] = _fit_with_zeros(sort_floats(stored[:m]), n - (indptr[f + 1] - indptr[f]), max_bins,
+                                     min_data_in_bin, edges[f], z_values[f])
 
 
 def _column(X, f: int) -> np.ndarray:

@@ -329,6 +329,37 @@ def test_min_data_in_bin_sparse_equals_dense():
     np.testing.assert_array_equal(dense.transform(X), sparse.transform(sp.csr_matrix(X)))
 
 
+@pytest.mark.parametrize("min_data_in_bin", [1, 3, 20])
+@pytest.mark.parametrize("max_bins", [4, 255])
+def test_mostly_zero_columns_bin_as_their_whole_sorted_column(min_data_in_bin, max_bins):
+    """Zeros are never written out when a column is fitted (dense or sparse): its edges and bin
+    means equal those of the whole sorted column, whatever side of the zeros the other values lie
+    on, with -0.0 among them, one zero, none or almost all."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(min_data_in_bin * max_bins)
+    n, d = 400, 12
+    X = np.zeros((n, d))
+    for f in range(d):
+        share = [0.0, 0.003, 0.02, 0.3, 0.9, 1.0][f % 6]
+        values = [rng.standard_normal(n), np.round(rng.standard_normal(n), 1), -rng.random(n),
+                  rng.integers(1, 4, n).astype(float)][f % 4]
+        X[:, f] = np.where(rng.random(n) < share, values, 0.0)
+    X[:3, 3] = [-0.0, np.nan, 0.0]
+    X[0, 5] = 0.0  # a column of non-zeros but one
+    for given in (X, sp.csr_matrix(X)):
+        mapper = BinMapper(max_bins, None, 0, None, min_data_in_bin).fit(given)
+        for f in range(d):
+            edges, means = naive.edges_and_means(X[:, f], max_bins, min_data_in_bin)
+            np.testing.assert_array_equal(_edges(mapper, f), edges, err_msg=f"feature {f}")
+            col = X[~np.isnan(X[:, f]), f]
+            if col.max() > col.min():
+                z = mapper.standardised_values_[f, :edges.size + 1]
+                want = (means - col.min()) / (col.max() - col.min())
+                filled = ~np.isnan(want)
+                np.testing.assert_allclose(z[filled], want[filled], rtol=1e-12, atol=1e-15)
+
+
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "3"])
 def test_bad_min_data_in_bin_is_refused_naming_it(bad):
     from gbfs import GBFSClassifier
