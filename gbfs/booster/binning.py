@@ -43,41 +43,52 @@ def _at(nz, neg, n_zero, i):
 
 
 @njit(cache=True, nogil=True)
-def _edges_of_sorted(nz, neg, n_zero, max_bins, min_data_in_bin, out):
-    """Write the bin edges of a sorted, NaN-free column (:func:`_at`) into ``out``; return their
-    count.  Inside the run of zeros no value changes: the walks step over it in one go."""
-    n = nz.shape[0] + n_zero
-    if n == 0:
-        return 0
-    run_lo, run_hi = neg, neg + n_zero  # i in (run_lo, run_hi): values i - 1 and i are both +0.0
-    # count distinct values
-    n_distinct = 1
-    i = 1
-    while i < n:
-        if run_lo < i < run_hi:
-            i = run_hi
-            continue
-        if _at(nz, neg, n_zero, i) != _at(nz, neg, n_zero, i - 1):
-            n_distinct += 1
-        i += 1
-    n_edges = 0
-    if n_distinct <= max_bins:
-        in_bin = 0  # rows of the bin being filled: it closes at a value change once it holds enough
-        i = 1
-        while i < n:
-            if run_lo < i < run_hi:
-                in_bin += run_hi - i
-                i = run_hi
-                continue
+def _greedy_edges(values, lo, hi, prev, in_bin, min_data_in_bin, out, n_edges):
+    """LightGBM's greedy walk over ``values[lo:hi]``, after ``prev`` (NaN: no value yet): a bin
+    closes at a value change once it holds ``min_data_in_bin`` values, its edge the midpoint.
+    Returns the walk's state ``(prev, in_bin, n_edges)``."""
+    for i in range(lo, hi):
+        v = values[i]
+        if not np.isnan(prev):
             in_bin += 1
-            a = _at(nz, neg, n_zero, i - 1)
-            b = _at(nz, neg, n_zero, i)
-            if b != a and in_bin >= min_data_in_bin:
-                out[n_edges] = a * 0.5 + b * 0.5  # no overflow near +-DBL_MAX
+            if v != prev and in_bin >= min_data_in_bin:
+                out[n_edges] = prev * 0.5 + v * 0.5  # no overflow near +-DBL_MAX
                 n_edges += 1
                 in_bin = 0
-            i += 1
-        return n_edges
+        prev = v
+    return prev, in_bin, n_edges
+
+
+@njit(cache=True, nogil=True)
+def _edges_of_sorted(nz, neg, n_zero, max_bins, min_data_in_bin, out):
+    """Write the bin edges of a sorted, NaN-free column (:func:`_at`) into ``out``; return their
+    count.  The values other than zero are walked as they are stored and the run of zeros in one
+    step (no value changes inside it)."""
+    m = nz.shape[0]
+    n = m + n_zero
+    if n == 0:
+        return 0
+    # count distinct values: the changes between stored neighbours, then the zeros' two borders
+    n_distinct = 1
+    for i in range(1, m):
+        if nz[i] != nz[i - 1]:
+            n_distinct += 1
+    if n_zero > 0:
+        if 0 < neg < m and nz[neg] != nz[neg - 1]:
+            n_distinct -= 1  # these two are not neighbours: the zeros lie between them
+        if m > 0:
+            n_distinct += (neg > 0 and nz[neg - 1] != 0.0) + (neg < m and nz[neg] != 0.0)
+    n_edges = 0
+    if n_distinct <= max_bins:
+        # every call with int64 arguments, none a literal constant: numba would compile another
+        # version of the helper for a literal
+        first = np.int64(0)
+        prev, in_bin, n_edges = _greedy_edges(nz, first, neg, np.nan, first, min_data_in_bin, out, first)
+        if n_zero > 0:
+            prev, in_bin, n_edges = _greedy_edges(np.zeros(1), first, first + 1, prev, in_bin,
+                                                  min_data_in_bin, out, n_edges)
+            in_bin += n_zero - 1
+        return _greedy_edges(nz, neg, m, prev, in_bin, min_data_in_bin, out, n_edges)[2]
     # equal-frequency edges: the q/n_bins quantiles with midpoint interpolation
     n_bins = max(1, min(max_bins, n // min_data_in_bin))
     for q in range(1, n_bins):
@@ -92,6 +103,23 @@ def _edges_of_sorted(nz, neg, n_zero, max_bins, min_data_in_bin, out):
 
 
 @njit(cache=True, nogil=True)
+def _bin_sums(values, lo, hi, edges, n_edges, low, scale, out, b, acc, cnt, total):
+    """Add ``values[lo:hi]`` (sorted) to the running sums of :func:`_standardised_bin_values`,
+    writing each bin's standardised mean as the walk leaves it.  Returns ``(b, acc, cnt, total)``."""
+    for i in range(lo, hi):
+        v = values[i]
+        while b < n_edges and edges[b] < v:  # the bin transform() gives v: #edges < v
+            out[b] = ((acc / cnt) - low) * scale if cnt > 0 else -1.0
+            b += 1
+            acc = 0.0
+            cnt = 0
+        acc += v
+        cnt += 1
+        total += v
+    return b, acc, cnt, total
+
+
+@njit(cache=True, nogil=True)
 def _standardised_bin_values(nz, neg, n_zero, edges, n_edges, out):
     """Min-max standardised mean of the sorted column's values (:func:`_at`) falling in each bin
     (GT-GBM's z).
@@ -103,34 +131,22 @@ def _standardised_bin_values(nz, neg, n_zero, edges, n_edges, out):
     # generic implementation for seconds in a fresh environment
     for k in range(out.shape[0]):
         out[k] = 0.0
-    n = nz.shape[0] + n_zero
-    if n == 0 or not _at(nz, neg, n_zero, n - 1) > _at(nz, neg, n_zero, 0):
+    m = nz.shape[0]
+    n = m + n_zero
+    first = np.int64(0)  # int64 arguments, no literal constant (see _edges_of_sorted)
+    if n == 0 or not _at(nz, neg, n_zero, n - 1) > _at(nz, neg, n_zero, first):
         return
     for k in range(n_edges + 1):
         out[k] = -1.0  # marks a bin no value fell in
-    lo = _at(nz, neg, n_zero, 0)
-    scale = 1.0 / (_at(nz, neg, n_zero, n - 1) - lo)
-    b = 0
-    total = 0.0
-    acc = 0.0
-    cnt = 0
-    i = 0
-    while i < n:
-        v = _at(nz, neg, n_zero, i)
-        while b < n_edges and edges[b] < v:  # the bin transform() gives v: #edges < v
-            out[b] = ((acc / cnt) - lo) * scale if cnt > 0 else -1.0
-            b += 1
-            acc = 0.0
-            cnt = 0
-        acc += v
-        cnt += 1
-        total += v
-        if i == neg and n_zero > 1:  # the rest of the zeros: adding +0.0 again changes no sum
-            cnt += n_zero - 1
-            i = neg + n_zero
-            continue
-        i += 1
-    out[b] = ((acc / cnt) - lo) * scale
+    low = _at(nz, neg, n_zero, first)
+    scale = 1.0 / (_at(nz, neg, n_zero, n - 1) - low)
+    b, acc, cnt, total = _bin_sums(nz, first, neg, edges, n_edges, low, scale, out, first, 0.0, first, 0.0)
+    if n_zero > 0:  # one zero, then the rest of them: adding +0.0 again changes no sum
+        b, acc, cnt, total = _bin_sums(np.zeros(1), first, first + 1, edges, n_edges, low, scale, out, b, acc,
+                                       cnt, total)
+        cnt += n_zero - 1
+    b, acc, cnt, total = _bin_sums(nz, neg, m, edges, n_edges, low, scale, out, b, acc, cnt, total)
+    out[b] = ((acc / cnt) - low) * scale
     for k in range(n_edges + 1):  # a bin no (subsampled) value fell in
         if out[k] < 0.0:
             if k == 0:
@@ -138,8 +154,8 @@ def _standardised_bin_values(nz, neg, n_zero, edges, n_edges, out):
             elif k == n_edges:  # above the last edge, which is the max: values beyond the max
                 out[k] = 1.0
             else:
-                out[k] = (0.5 * (edges[k - 1] + edges[k]) - lo) * scale
-    out[MISSING_BIN] = (total / n - lo) * scale
+                out[k] = (0.5 * (edges[k - 1] + edges[k]) - low) * scale
+    out[MISSING_BIN] = (total / n - low) * scale
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -164,21 +180,23 @@ def _fit_with_zeros(nz, n_zero, max_bins, min_data_in_bin, edges, z_values):
 @njit(cache=True, nogil=True)
 def _fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
     """Edges of columns ``lo..hi-1`` of a dense ``X``: only a column's values other than +0.0 are
-    sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are put in place."""
+    sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted."""
     n = X.shape[0]
     col = np.empty(n, dtype=np.float64)
     for f in range(lo, hi):
         m = 0
-        n_zero = 0
+        n_nan = 0
         for i in range(n):
             v = X[i, f]
-            if v == 0.0 and not np.signbit(v):
-                n_zero += 1
-            elif not np.isnan(v):
+            if np.isnan(v):
+                n_nan += 1
+            elif not (v == 0.0 and not np.signbit(v)):
                 col[m] = v
                 m += 1
-        n_edges[f] = _fit_with_zeros(sort_floats(col[:m]), n_zero, max_bins, min_data_in_bin, edges[f],
-                                     z_values[f])
+        # the zeros' count as a difference: a counter started at 0 and passed on would also compile
+        # the callee for the literal 0
+        n_edges[f] = _fit_with_zeros(sort_floats(col[:m]), n - m - n_nan, max_bins, min_data_in_bin,
+                                     edges[f], z_values[f])
 
 
 @njit(cache=True, nogil=True)
