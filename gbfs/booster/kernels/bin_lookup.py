@@ -112,6 +112,16 @@ def _bin_column(tile, j, m, e, n_edges, lo, inv, lower, widest, zero, out, i0, f
 
 
 @njit(cache=True, nogil=True)
+def _copy_tile(X, i0, m, f0, width, tile):
+    """``tile[j, i] = X[i0 + i, f0 + j]``: rows ``i0..i0+m-1`` of a block, feature-major.  A function
+    of its own: inside :func:`_bin_block` the same loop compiled to code that took twice as long
+    (text_zipf's transform: 45 -> 22 ms on one thread)."""
+    for i in range(m):
+        for j in range(width):
+            tile[j, i] = X[i0 + i, f0 + j]
+
+
+@njit(cache=True, nogil=True)
 def _bin_block(X, edges, n_edges, out, f0, width):
     """:func:`map_to_bins` of the ``width`` features from ``f0`` on (one task)."""
     n = X.shape[0]
@@ -130,9 +140,7 @@ def _bin_block(X, edges, n_edges, out, f0, width):
     tile = np.empty((width, _ROW_TILE), dtype=X.dtype)
     for i0 in range(0, n, _ROW_TILE):
         m = min(n, i0 + _ROW_TILE) - i0
-        for i in range(m):
-            for j in range(width):
-                tile[j, i] = X[i0 + i, f0 + j]
+        _copy_tile(X, i0, m, f0, width, tile)
         for j in range(width):
             f = f0 + j
             _bin_column(tile, j, m, edges[f], n_edges[f], lo[j], inv[j], lower[j], widest[j], zero[j], out,
