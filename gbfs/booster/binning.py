@@ -232,7 +232,10 @@ def _dense(X) -> np.ndarray:
 
 
 def _csc(X):
-    """A canonical float64 CSC copy of a scipy.sparse matrix (duplicates summed)."""
+    """A canonical float64 CSC matrix of a scipy.sparse matrix (duplicates summed): ``X`` itself when
+    it is one already (nothing is changed in it), else a copy."""
+    if X.format == "csc" and X.dtype == X_DTYPE and X.has_canonical_format:
+        return X
     X = X.tocsc(copy=True).astype(X_DTYPE, copy=False)
     X.sum_duplicates()
     return X
@@ -389,7 +392,11 @@ class BinMapper:
             self._bin_categories(X, out)
         return out
 
-    def fit_transform(self, X: np.ndarray) -> np.ndarray:
+    def fit_transform(self, X) -> np.ndarray | SparseBinned:
+        """:meth:`fit`, then :meth:`transform` of the same ``X``; a scipy.sparse ``X`` is converted to
+        a canonical CSC matrix once for both."""
+        if scipy.sparse.issparse(X):
+            X = _csc(X)
         return self.fit(X).transform(X)
 
     def threshold(self, feature: int, bin_threshold: int) -> float:

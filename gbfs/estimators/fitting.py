@@ -93,8 +93,8 @@ def bin_train(est, X, seed: int) -> tuple[BinMapper, np.ndarray]:
     """The bin mapper fitted on the training rows ``X`` (with the estimator's binning parameters) and
     ``X`` binned."""
     bin_mapper = BinMapper(est.max_bins, est.bin_subsample, np.random.default_rng(seed),
-                           est._categorical_mask(X.shape[1]), est.min_data_in_bin).fit(X)
-    return bin_mapper, bin_mapper.transform(X)
+                           est._categorical_mask(X.shape[1]), est.min_data_in_bin)
+    return bin_mapper, bin_mapper.fit_transform(X)
 
 
 def prepare(est, X, y, eval_set=None, callbacks=None) -> Prepared:

@@ -57,6 +57,31 @@ def test_duplicate_entries_are_summed_and_subsample_reads_sparse_rows():
     np.testing.assert_array_equal(a.bin_edges_, b.bin_edges_)
 
 
+@pytest.mark.parametrize("fmt", ["csc", "csr"])
+def test_fit_transform_leaves_the_users_matrix_as_it_was(fmt):
+    """fit_transform converts sparse input to canonical CSC once: a matrix with duplicate entries
+    and unsorted indices bins as its dense equal and is not changed (its arrays and its flags); an
+    already canonical float64 CSC matrix is read in place and bins the same."""
+    rng = np.random.default_rng(0)
+    n_major, n_minor, per = (8, 60, 50) if fmt == "csc" else (60, 8, 7)
+    indices = rng.integers(0, n_minor, n_major * per)  # unsorted, with repeats: duplicate entries
+    indptr = np.arange(0, n_major * per + 1, per)
+    data = np.round(rng.standard_normal(n_major * per), 1)
+    kind = sp.csc_matrix if fmt == "csc" else sp.csr_matrix
+    X = kind((data, indices, indptr), shape=(60, 8))
+    assert not X.has_canonical_format
+    before = (X.data.copy(), X.indices.copy(), X.indptr.copy())
+    dense = X.toarray()  # duplicates summed
+    want = BinMapper().fit_transform(dense)
+    np.testing.assert_array_equal(to_dense(BinMapper().fit_transform(X)), want)
+    for a, b in zip(before, (X.data, X.indices, X.indptr)):
+        np.testing.assert_array_equal(a, b)
+    assert not X.has_canonical_format
+    canonical = sp.csc_matrix(dense)
+    assert canonical.has_canonical_format
+    np.testing.assert_array_equal(to_dense(BinMapper().fit_transform(canonical)), want)
+
+
 def _node(n, rng, frac):
     rows = np.sort(rng.choice(n, int(frac * n), replace=False)).astype(np.int32)
     return rows
