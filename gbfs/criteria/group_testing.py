@@ -523,4 +523,5 @@ def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
 
 __all__ = ["GT_BINS", "DIRECT_SUM_BELOW", "GroupTester", "GroupTestPlan", "check_memory",
            "default_n_subsets", "default_subset_size", "draw_subsets", "fill_pseudo_hist", "half_values",
-           "halves", "halving_boundaries", "keep_better", "plan", "pseudo_hist_gain", "root_candidates"]
+           "halves", "halving_boundaries", "keep_better", "min_max", "plan", "pseudo_hist_gain",
+           "root_candidates"]
