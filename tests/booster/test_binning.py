@@ -262,6 +262,26 @@ def test_radix_sort_equals_numpy_sort(kind):
     assert np.all(np.diff(out) >= 0)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 20, 47, 48, 49, 200])
+def test_radix_sort_is_the_same_array_bit_for_bit_on_either_side_of_the_insertion_cutoff(n):
+    """Short arrays are sorted by insertion, longer ones by radix passes: both give the array of the
+    keys' order, -0.0 before +0.0, the same bits as each other and as NumPy's values."""
+    from gbfs.booster.kernels import radix
+
+    rng = np.random.default_rng(n)
+    pool = np.array([0.0, -0.0, 1.5, -1.5, 5e-324, -5e-324, 2.0, -7.0])
+    for trial in range(30):
+        values = rng.choice(pool, n) if trial % 2 else np.round(rng.standard_normal(n), 1)
+        out = radix.sort_floats(values.copy())
+        np.testing.assert_array_equal(out, np.sort(values))
+        negative_zero = np.signbit(out[out == 0.0])
+        assert np.all(negative_zero[:-1] >= negative_zero[1:])  # every -0.0 before every +0.0
+        if n >= radix._INSERTION_BELOW:  # the radix path; the insertion path must give its bits
+            continue
+        padded = np.concatenate([values, np.full(radix._INSERTION_BELOW, np.inf)])
+        assert radix.sort_floats(padded)[:n].tobytes() == out.tobytes()
+
+
 # -- min_data_in_bin: LightGBM's merging of rare values ---------------------------------------------
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:

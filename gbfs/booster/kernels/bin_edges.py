@@ -163,26 +163,44 @@ def _fit_with_zeros(nz, n_zero, max_bins, min_data_in_bin, edges, z_values):
     return n_edges
 
 
+#: columns gathered in one pass over a C-ordered matrix's rows (a row's values of the block share a
+#: cache line; one column at a time reads a line per row for each column)
+_BLOCK = 8
+
+
+@njit(cache=True, nogil=True)
+def _gather_block(X, f0, width, cols, m, n_nan):
+    """Columns ``f0..f0+width-1``'s values other than +0.0 and NaN: column ``j``'s ``m[j]`` of them at
+    ``cols[j n:]``, and its NaNs counted in ``n_nan[j]``.  A function of its own: the loop inlined
+    in its caller compiled to slower code, as the tile copy of binning's lookup did."""
+    n = X.shape[0]
+    for j in range(width):
+        m[j] = 0
+        n_nan[j] = 0
+    for i in range(n):
+        for j in range(width):
+            v = X[i, f0 + j]
+            if np.isnan(v):
+                n_nan[j] += 1
+            elif not (v == 0.0 and not np.signbit(v)):
+                cols[j * n + m[j]] = v
+                m[j] += 1
+
+
 @njit(cache=True, nogil=True)
 def fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
     """Edges of columns ``lo..hi-1`` of a dense ``X``: only a column's values other than +0.0 are
     sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted."""
     n = X.shape[0]
-    col = np.empty(n, dtype=np.float64)
-    for f in range(lo, hi):
-        m = 0
-        n_nan = 0
-        for i in range(n):
-            v = X[i, f]
-            if np.isnan(v):
-                n_nan += 1
-            elif not (v == 0.0 and not np.signbit(v)):
-                col[m] = v
-                m += 1
-        # the zeros' count as a difference: a counter started at 0 and passed on would also compile
-        # the callee for the literal 0
-        n_edges[f] = _fit_with_zeros(sort_floats(col[:m]), n - m - n_nan, max_bins, min_data_in_bin,
-                                     edges[f], z_values[f])
+    cols = np.empty(_BLOCK * n, dtype=np.float64)
+    m = np.zeros(_BLOCK, dtype=np.int64)
+    n_nan = np.zeros(_BLOCK, dtype=np.int64)
+    for f0 in range(lo, hi, _BLOCK):
+        width = min(hi, f0 + _BLOCK) - f0
+        _gather_block(X, f0, width, cols, m, n_nan)
+        for j in range(width):  # the zeros' count as a difference: no literal 0 passed on
+            n_edges[f0 + j] = _fit_with_zeros(sort_floats(cols[j * n:j * n + m[j]]), n - m[j] - n_nan[j],
+                                              max_bins, min_data_in_bin, edges[f0 + j], z_values[f0 + j])
 
 
 @njit(cache=True, nogil=True)
