@@ -192,11 +192,12 @@ def fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
     """Edges of columns ``lo..hi-1`` of a dense ``X``: only a column's values other than +0.0 are
     sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted."""
     n = X.shape[0]
-    cols = np.empty(_BLOCK * n, dtype=np.float64)
-    m = np.zeros(_BLOCK, dtype=np.int64)
-    n_nan = np.zeros(_BLOCK, dtype=np.int64)
-    for f0 in range(lo, hi, _BLOCK):
-        width = min(hi, f0 + _BLOCK) - f0
+    block = min(_BLOCK, hi - lo)  # a range of few columns (narrow data) holds no more than them
+    cols = np.empty(block * n, dtype=np.float64)
+    m = np.zeros(block, dtype=np.int64)
+    n_nan = np.zeros(block, dtype=np.int64)
+    for f0 in range(lo, hi, block):
+        width = min(hi, f0 + block) - f0
         _gather_block(X, f0, width, cols, m, n_nan)
         for j in range(width):  # the zeros' count as a difference: no literal 0 passed on
             n_edges[f0 + j] = _fit_with_zeros(sort_floats(cols[j * n:j * n + m[j]]), n - m[j] - n_nan[j],
