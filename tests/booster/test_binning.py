@@ -149,6 +149,15 @@ def test_constant_column():
     assert m.threshold(0, 0) == np.inf
 
 
+@pytest.mark.parametrize("shape", [(5, 0), (0, 3), (1, 1)])
+def test_a_matrix_without_columns_or_rows_is_fitted(shape):
+    """Edge finding's column blocks hold at least one column: no columns, no rows or one cell each
+    give a mapper (no edges where there is nothing to split)."""
+    mapper = BinMapper().fit(np.zeros(shape))
+    assert mapper.n_edges_.shape == (shape[1],) and not mapper.n_edges_.any()
+    assert mapper.transform(np.zeros(shape)).shape == shape
+
+
 def test_all_nan_column():
     X = np.column_stack([np.full(30, np.nan), np.arange(30.0)])
     m = BinMapper(min_data_in_bin=1).fit(X)

@@ -192,7 +192,7 @@ def fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
     """Edges of columns ``lo..hi-1`` of a dense ``X``: only a column's values other than +0.0 are
     sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted."""
     n = X.shape[0]
-    block = min(_BLOCK, hi - lo)  # a range of few columns (narrow data) holds no more than them
+    block = max(1, min(_BLOCK, hi - lo))  # a range of few columns (narrow data) holds no more
     cols = np.empty(block * n, dtype=np.float64)
     m = np.zeros(block, dtype=np.int64)
     n_nan = np.zeros(block, dtype=np.int64)
