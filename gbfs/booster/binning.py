@@ -24,8 +24,8 @@ import numpy as np
 import scipy.sparse
 
 from .kernels._types import MAX_BINS, MISSING_BIN, X_BINNED_DTYPE, X_DTYPE
-from .kernels.bin_edges import fit_edges, fit_edges_csc
-from .kernels.bin_lookup import map_csc_to_bins, map_to_bins
+from .kernels.bins.edges import fit_edges, fit_edges_csc
+from .kernels.bins.lookup import map_csc_to_bins, map_to_bins
 from .kernels.sparse_binned import SparseBinned
 from .kernels.tasks import run_tasks
 

@@ -28,7 +28,7 @@ import numpy as np
 from numba import njit
 
 from ._types import X_BINNED_DTYPE
-from .bin_lookup import bin_of
+from .bins.lookup import bin_of
 from .sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE
 from .tasks import run_tasks
 

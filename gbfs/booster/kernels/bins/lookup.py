@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._types import MISSING_BIN
-from .tasks import run_tasks
+from .._types import MISSING_BIN
+from ..tasks import run_tasks
 
 _FEATURE_BLOCK = 16  # features transformed together, so each row read is one cache line
 _ROW_TILE = 256  # rows of a block binned per tile: the tile (32 KiB at float64) stays in L1

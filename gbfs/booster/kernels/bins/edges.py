@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._types import MISSING_BIN
-from .radix import sort_floats
+from .._types import MISSING_BIN
+from ..radix import sort_floats
 
 
 @njit(cache=True, nogil=True)
