@@ -212,9 +212,9 @@ def min_max(values, n):
     Compared as integers: mapping an IEEE-754 bit pattern ``b`` to ``b ^ ((b >> 31) & 0x7FFFFFFF)``
     orders the integers as the floats (negatives' magnitude bits flipped; -0.0 just below +0.0,
     which bins a pseudo-feature the same), and the map is its own inverse.  Integer min/max
-    reductions vectorise; the float ones stay scalar without ``fastmath`` (NaN and signed-zero
-    semantics), which this kernel must not use -- and the min and max of a set do not depend on
-    the order they are taken in, so every host gets the same pair.
+    reductions vectorise; the float ones stay scalar under strict IEEE semantics (NaN and signed
+    zeros), which every kernel that decides a model keeps -- and the min and max of a set do not
+    depend on the order they are taken in, so every host gets the same pair.
     """
     if n == 0:
         return np.inf, -np.inf
