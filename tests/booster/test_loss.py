@@ -120,3 +120,22 @@ def test_init_score_values():
     # one-class labels: finite (clipped) log-odds of the right sign
     assert np.isfinite(LogisticLoss.init_score(np.zeros(5))) and LogisticLoss.init_score(np.zeros(5)) < -20
     assert np.isfinite(LogisticLoss.init_score(np.ones(5))) and LogisticLoss.init_score(np.ones(5)) > 20
+
+
+def test_logistic_many_rows_same_bits_as_one_thread():
+    """From ``PARALLEL_ROWS`` rows the residuals and the mean loss are computed on every thread:
+    each row's values and the loss's row-by-row sum are the single-thread kernels', bit for bit."""
+    from gbfs.booster.losses import loss as L
+
+    n = L.PARALLEL_ROWS + 1001
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, n).astype(np.float64)
+    raw = rng.normal(size=n) * 5
+    raw[:6] = [0.0, -0.0, 750.0, -750.0, 1e-300, -36.7]
+    r, h = _residuals(LogisticLoss, y, raw)
+    r1, h1 = np.empty(n), np.empty(n)
+    L._logistic_residuals(y, raw, r1, h1)
+    assert r.tobytes() == r1.tobytes() and h.tobytes() == h1.tobytes()
+    assert LogisticLoss.loss(y, raw) == L._logistic_loss(y, raw)
+    # the serial kernel against the naive per-row loss (a mean within rounding of the sum)
+    assert LogisticLoss.loss(y, raw) == pytest.approx(np.mean(naive.logistic_loss_per_row(y, raw)), rel=1e-12)

@@ -30,7 +30,7 @@ from ..kernels.categorical import CAT_DEFAULTS, bins_of
 from ..kernels.histogram import HistogramLayout, build_histogram, build_histogram_serial, gather
 from ..kernels.portable import total
 from ..kernels.sparse_binned import block_of, entries_of, to_dense
-from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE, SparseRows
+from ..kernels.sparse_rows import MIN_SPARSE_FEATURES, SERIAL_BINS, SPARSE_SHARE, SparseRows, flat_bins
 from ..kernels.splitting import (
     SplitRule,
     Splits,
@@ -63,8 +63,13 @@ def _histogram_kernel(n_rows: int, features: np.ndarray):
     return build_histogram_serial if n_rows * features.shape[0] <= SERIAL_WORK else build_histogram
 
 
-#: histogram subtractions of at most this many features run on one thread
-SERIAL_SUBTRACT_FEATURES = 48
+def scans_serially(offsets: np.ndarray, features: np.ndarray) -> bool:
+    """Whether subtracting and scanning ``features``' histograms is work for one thread: at most
+    :data:`~gbfs.booster.kernels.sparse_rows.SERIAL_BINS` bins (64 features of 255 bins, or
+    hundreds of one-hot columns of two)."""
+    return flat_bins(features, offsets) <= SERIAL_BINS
+
+
 #: a split must gain more than this share of its tree's ``sum w g^2 / h`` (the gain normaliser plus
 #: the root's own term, which bounds every term of every split gain of the tree): below it a "gain"
 #: is floating-point roundoff -- a pure node's split, which would mark an unrelated feature as used
@@ -490,7 +495,7 @@ class TreeGrower:
             rows = (self._no_rows, self._no_h, self._no_h) if subtracts else self.gathered(large)
             self._scan_categorical(large, *rows, features)
         numeric = self.pruning.live(self._numeric(features), large.dead)
-        serial = numeric.shape[0] <= SERIAL_SUBTRACT_FEATURES
+        serial = scans_serially(self.offsets, numeric)
         kernel = subtract_and_scan_serial if serial else subtract_and_scan
         kernel(parent_hist, small_hist, numeric, self.offsets, self.n_bins, self.split_rule(large),
                large.splits)

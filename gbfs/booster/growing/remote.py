@@ -21,7 +21,7 @@ import numpy as np
 
 from ..kernels._types import C_CH, ROW_DTYPE
 from ..kernels.splitting import best_splits_per_feature, best_splits_per_feature_serial
-from .grower import SERIAL_SUBTRACT_FEATURES, GrowthParams, TreeGrower
+from .grower import GrowthParams, TreeGrower, scans_serially
 from .partition import GrownTree
 from .pruning import Pruning
 
@@ -92,7 +92,7 @@ class RemoteGrower(TreeGrower):
         # kernel writes from the same bins
         hist = hist if keep else self._scratch()
         self.source.histogram(node.start, node.end, features, hist)
-        serial = features.shape[0] <= SERIAL_SUBTRACT_FEATURES
+        serial = scans_serially(self.offsets, features)
         scan = best_splits_per_feature_serial if serial else best_splits_per_feature
         scan(hist, features, self.offsets, self.n_bins, self.split_rule(node), node.splits)
 

@@ -4,8 +4,11 @@ The papers fit each tree to the residuals ``r_i = -dl/dF(x_i)`` (the ``g_i`` of
 Eq. 1 of the GT-GBM paper and Eq. 14 of the GBFS paper); the hessian is only used
 by the optional Newton criterion and leaf values.
 
-The kernels are serial on purpose: they are O(n) and memory-bound, and a parallel
-launch costs more than the work for the data sizes of the papers.
+The kernels are serial for the data sizes of the papers: they are O(n), and a parallel launch
+costs more than the work.  The logistic loss calls ``exp`` (and ``log1p``) once per row, which
+numba cannot vectorise under strict IEEE semantics; from :data:`PARALLEL_ROWS` rows its per-row
+work is spread over the threads -- each row's values are the serial kernel's, and the mean loss
+still adds the rows' terms one by one in row order, so every number is the same bit for bit.
 """
 
 from __future__ import annotations
@@ -13,30 +16,64 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from scipy.special import expit
 
 from ..kernels.portable import mean
+
+#: from this many rows the logistic loss's per-row work runs on every thread (a thread wake-up
+#: costs tens of microseconds; 16k rows of exp take about 0.1 ms)
+PARALLEL_ROWS = 16_384
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _logistic_row(y, raw, r, h, i):
+    p = 1.0 / (1.0 + math.exp(-raw[i]))
+    r[i] = y[i] - p
+    h[i] = p * (1.0 - p)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _logistic_term(y, f):
+    # log(1 + exp(f)) - y f = max(f, 0) + log(1 + exp(-|f|)) - y f, finite for large |f|; with no
+    # branch on the sign of f, which mispredicts on scores around 0 (f <= 0 adds 0.0 first: the
+    # same bits)
+    return max(f, 0.0) + math.log1p(math.exp(-abs(f))) - y * f
 
 
 @njit(cache=True)
 def _logistic_residuals(y, raw, r, h):
     for i in range(y.shape[0]):
-        p = 1.0 / (1.0 + math.exp(-raw[i]))
-        r[i] = y[i] - p
-        h[i] = p * (1.0 - p)
+        _logistic_row(y, raw, r, h, i)
+
+
+@njit(parallel=True, cache=True)
+def _logistic_residuals_parallel(y, raw, r, h):
+    for i in prange(y.shape[0]):
+        _logistic_row(y, raw, r, h, i)
 
 
 @njit(cache=True)
 def _logistic_loss(y, raw):
     total = 0.0
     for i in range(y.shape[0]):
-        f = raw[i]
-        # log(1 + exp(f)) - y f = max(f, 0) + log(1 + exp(-|f|)) - y f, finite for large |f|; with
-        # no branch on the sign of f, which mispredicts on scores around 0 (f <= 0 adds 0.0 first:
-        # the same bits)
-        total += max(f, 0.0) + math.log1p(math.exp(-abs(f))) - y[i] * f
+        total += _logistic_term(y[i], raw[i])
     return total / y.shape[0]
+
+
+@njit(parallel=True, cache=True)
+def _logistic_terms(y, raw, out):
+    for i in prange(y.shape[0]):
+        out[i] = _logistic_term(y[i], raw[i])
+
+
+@njit(cache=True, nogil=True)
+def _mean_in_order(terms):
+    """Mean of ``terms`` added one by one in order: :func:`_logistic_loss`'s sum, bit for bit."""
+    total = 0.0
+    for i in range(terms.shape[0]):
+        total += terms[i]
+    return total / terms.shape[0]
 
 
 @njit(cache=True)
@@ -89,6 +126,19 @@ class LogisticLoss(Pointwise):
     scores_auc = True
     residual_kernel = staticmethod(_logistic_residuals)
     loss_kernel = staticmethod(_logistic_loss)
+
+    @classmethod
+    def residuals(cls, y: np.ndarray, raw: np.ndarray, r: np.ndarray, h: np.ndarray) -> None:
+        kernel = _logistic_residuals_parallel if y.shape[0] >= PARALLEL_ROWS else _logistic_residuals
+        kernel(y, raw, r, h)
+
+    @classmethod
+    def loss(cls, y: np.ndarray, raw: np.ndarray) -> float:
+        if y.shape[0] < PARALLEL_ROWS:
+            return float(_logistic_loss(y, raw))
+        terms = np.empty(y.shape[0])
+        _logistic_terms(y, raw, terms)
+        return float(_mean_in_order(terms))
 
     @staticmethod
     def init_score(y: np.ndarray) -> float:
