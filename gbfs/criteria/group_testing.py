@@ -1,8 +1,5 @@
 """GT-GBM: group-testing split search over prefix-sum pseudo-features.
 
-(Longer than the ~400-line guide on purpose: the plan, the precompute and the node kernels of
-Algorithm 2 share one halving layout of the subsets, and are read together against the paper.)
-
 Section 4 and Algorithm 2 of the GT-GBM paper.  Before training (the *precompute*):
 
 1. every feature is standardised to [0, 1] by min-max (the paper's footnote 1).  We
@@ -33,11 +30,8 @@ paper's full prefix array; the default keeps ~8x less memory and precompute time
 (at the Gisette shape with s = 10: 64 instead of 500 columns per subset) with the
 same pseudo-feature values up to float32 rounding.
 
-At a node (Algorithm 2 lines 4-10) every subset is halved until one feature is
-left; each half is scored by GT(half) = the best gain of a split on its
-pseudo-feature over the node's rows, binned on the fly into :data:`GT_BINS`
-equal-width bins between the pseudo-feature's min and max in the node (O(rows),
-no sort), and the better half is kept.  The survivors are the candidate set C.
+At a node (Algorithm 2 lines 4-10, :mod:`gbfs.criteria.group_test_search`) every
+subset is halved until one feature is left, and the survivors are the candidate set C.
 The grower then evaluates Omega and C exactly on their histograms with the
 penalty (lines 1 and 11-16): the best of ``gain / SSE_root - penalty`` over
 Omega u C, which is the paper's "best of C if it beats l after its penalty, else
@@ -49,24 +43,36 @@ from __future__ import annotations
 import math
 import mmap
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from ..booster.binning import BinMapper
-from ..booster.kernels._types import C_CH, G_CH, H_CH, MAX_BINS, N_BINS
+from ..booster.kernels._types import MAX_BINS
 from ..booster.kernels.portable import mean, total
-from ..booster.kernels.scan import scan_feature
-from ..booster.kernels.splitting import SplitRule
 from ..booster.kernels.tasks import run_tasks
+from .group_test_search import (
+    GT_BINS,
+    fill_binned_hist,
+    fill_pseudo_hist,
+    group_tests,
+    half_values,
+    halves,
+    keep_better,
+    min_max,
+    pseudo_bins,
+    pseudo_hist_gain,
+)
 
-GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
 DIRECT_SUM_BELOW = 8  # halves with fewer features are summed directly, not by prefix difference
 DEFAULT_DELTA = 0.1
 DEFAULT_N_TARGET_FEATURES = 10
 DEFAULT_MAX_PRECOMPUTE_BYTES = 4 * 2**30
-_F32_NOISE = 8.0 * 2.0**-24  # relative rounding of a float32 prefix difference (a few ulps, two terms)
 _ROW_BLOCK = 1024  # rows per block of the precompute (the block's columns stay in cache)
+#: bytes of the tested halves' bins kept between trees (:class:`PseudoBins`; pages are only
+#: touched as halves are first tested)
+PSEUDO_BIN_BYTES = 256 * 2**20
 
 
 def default_n_subsets(n_target_features: int, delta: float) -> int:
@@ -202,187 +208,6 @@ def _prefix_sums(lo, hi, Xb, z_values, subsets, stored, prefix):
                     c += 1
 
 
-# -- node kernels --------------------------------------------------------------------------------------
-
-@njit(cache=True, nogil=True)
-def min_max(values, n):
-    """Exact ``(min, max)`` of ``values[:n]`` (float32, no NaN), as float64; ``(inf, -inf)`` when
-    ``n`` is 0.
-
-    Compared as integers: mapping an IEEE-754 bit pattern ``b`` to ``b ^ ((b >> 31) & 0x7FFFFFFF)``
-    orders the integers as the floats (negatives' magnitude bits flipped; -0.0 just below +0.0,
-    which bins a pseudo-feature the same), and the map is its own inverse.  Integer min/max
-    reductions vectorise; the float ones stay scalar under strict IEEE semantics (NaN and signed
-    zeros), which every kernel that decides a model keeps -- and the min and max of a set do not
-    depend on the order they are taken in, so every host gets the same pair.
-    """
-    if n == 0:
-        return np.inf, -np.inf
-    keys = values[:n].view(np.int32)
-    lo = np.int32(0x7FFFFFFF)
-    hi = np.int32(-0x80000000)
-    for i in range(n):
-        b = keys[i]
-        key = b ^ ((b >> 31) & 0x7FFFFFFF)
-        lo = min(lo, key)
-        hi = max(hi, key)
-    pair = np.empty(2, dtype=np.int32)
-    pair[0] = lo ^ ((lo >> 31) & 0x7FFFFFFF)
-    pair[1] = hi ^ ((hi >> 31) & 0x7FFFFFFF)
-    floats = pair.view(np.float32)
-    return np.float64(floats[0]), np.float64(floats[1])
-
-
-@njit(cache=True, nogil=True)
-def half_values(Xb, z_values, prefix, col_of, subset, k, lo, hi, rows, n, out):
-    """Pseudo-feature ``sum_{t in [lo, hi)} z_{subset[t]}`` of the node's rows into ``out``.
-
-    Returns its (min, max) over the rows (:func:`min_max`, a pass over ``out`` while it is in
-    cache).  ``rows`` empty means rows ``0..n-1``.  The loops are duplicated per case so that none
-    of them branches per row.
-    """
-    all_rows = rows.shape[0] == 0
-    c_lo = col_of[lo]
-    c_hi = col_of[hi]
-    if c_hi >= 0 and c_lo == -2:  # lo == 0: the stored prefix is the value
-        top = prefix[k, c_hi]
-        if all_rows:
-            for i in range(n):
-                out[i] = top[i]
-        else:
-            for i in range(n):
-                out[i] = top[rows[i]]
-        return min_max(out, n)
-    if c_hi >= 0 and c_lo >= 0:  # stored boundaries: one subtraction per row
-        top = prefix[k, c_hi]
-        bot = prefix[k, c_lo]
-        if all_rows:
-            for i in range(n):
-                out[i] = top[i] - bot[i]
-        else:
-            for i in range(n):
-                out[i] = top[rows[i]] - bot[rows[i]]
-        return min_max(out, n)
-    for i in range(n):  # a small half: sum its few standardised columns directly
-        out[i] = 0.0
-    for t in range(lo, hi):
-        f = subset[t]
-        col = Xb[:, f]
-        z = z_values[f]
-        if all_rows:
-            for i in range(n):
-                out[i] += z[col[i]]
-        else:
-            for i in range(n):
-                out[i] += z[col[rows[i]]]
-    return min_max(out, n)
-
-
-@njit(cache=True, nogil=True)
-def fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins):
-    """Equal-width histogram of a pseudo-feature over [mn, mx] (``h_ord`` empty: unit weights).
-
-    The bins are computed first in a loop of their own (``bins`` is scratch of ``z``'s length),
-    so that the float arithmetic is not interleaved with the dependent histogram updates; the
-    updates follow in row order, as before.
-    """
-    for b in range(n_bins):  # bins n_bins..255 (incl. the missing bin) stay zero
-        hist[b, G_CH] = 0.0
-        hist[b, H_CH] = 0.0
-        hist[b, C_CH] = 0.0
-    scale = n_bins / (mx - mn)
-    top = n_bins - 1
-    for i in range(z.shape[0]):
-        bins[i] = min(int((z[i] - mn) * scale), top)
-    if h_ord.shape[0] == 0:
-        for i in range(z.shape[0]):
-            b = bins[i]
-            hist[b, G_CH] += r_ord[i]
-            hist[b, C_CH] += 1.0
-        for b in range(n_bins):
-            hist[b, H_CH] = hist[b, C_CH]
-    else:
-        for i in range(z.shape[0]):
-            b = bins[i]
-            hist[b, G_CH] += r_ord[i]
-            hist[b, H_CH] += h_ord[i]
-            hist[b, C_CH] += 1.0
-
-
-@njit(cache=True, nogil=True)
-def _pseudo_gain(z, mn, mx, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                 min_child_weight, reg_lambda, bins):
-    """GT(half): best split gain of a pseudo-feature binned into equal-width bins over [mn, mx].
-
-    A spread within ``tol`` is float32 rounding of prefix differences, not a feature that
-    varies in the node: such a half cannot be split.
-    """
-    if not mx - mn > tol:
-        return -np.inf  # constant in this node: no split
-    fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins)
-    return pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-                            reg_lambda)
-
-
-@njit(cache=True, nogil=True)
-def pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda):
-    """GT(half) from the pseudo-feature's filled histogram (:func:`fill_pseudo_hist`): its best
-    split gain, or -inf when none is admissible."""
-    # rows counted exactly: a group test only ranks halves, the split itself is searched after it
-    rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
-    return scan_feature(hist, n_bins, rule)[0]
-
-
-@njit(cache=True, nogil=True)
-def halves(lo, hi):
-    """The two halves ``[lo, mid)`` and ``[mid, hi)`` of a subset's range: ``mid`` and the
-    tolerance of a spread that is float32 rounding (prefixes are at most ``hi``, as z <= 1)."""
-    return lo + (hi - lo) // 2, _F32_NOISE * hi
-
-
-@njit(cache=True, nogil=True)
-def keep_better(lo, mid, hi, gl, gr):
-    """The half the binary search keeps (ties keep the left): ``(lo, hi, its GT score)``."""
-    if gr > gl:
-        return mid, hi, gr
-    return lo, mid, gl
-
-
-@njit(parallel=True, cache=True)
-def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bins, sum_g, sum_h, sum_c,
-                min_samples_leaf, min_child_weight, reg_lambda, out_feature, out_gain):
-    """Binary search of every subset (Algorithm 2, lines 4-10), parallel over subsets.
-
-    ``out_feature[k]`` is the feature subset ``k`` ends on and ``out_gain[k]`` the GT score
-    of that last single-feature half (-inf when no half had an admissible split).
-    """
-    p, m = subsets.shape
-    n = r_ord.shape[0]
-    for k in prange(p):
-        zl = np.empty(n, dtype=np.float32)
-        zr = np.empty(n, dtype=np.float32)
-        bins = np.empty(n, dtype=np.int32)
-        hist = np.zeros((N_BINS, 3))  # no missing values in a pseudo-feature: bin 255 stays 0
-        lo = 0
-        hi = m
-        best = -np.inf
-        if m == 1:  # one feature per subset (s = d): nothing to halve, the feature is tested alone
-            mn1, mx1 = half_values(Xb, z_values, prefix, col_of, subsets[k], k, 0, 1, rows, n, zl)
-            best = _pseudo_gain(zl, mn1, mx1, _F32_NOISE, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
-                                min_samples_leaf, min_child_weight, reg_lambda, bins)
-        while hi - lo > 1:
-            mid, tol = halves(lo, hi)
-            mnl, mxl = half_values(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, rows, n, zl)
-            gl = _pseudo_gain(zl, mnl, mxl, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
-                              min_samples_leaf, min_child_weight, reg_lambda, bins)
-            mnr, mxr = half_values(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, rows, n, zr)
-            gr = _pseudo_gain(zr, mnr, mxr, tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c,
-                              min_samples_leaf, min_child_weight, reg_lambda, bins)
-            lo, hi, best = keep_better(lo, mid, hi, gl, gr)
-        out_feature[k] = subsets[k, lo]
-        out_gain[k] = best
-
-
 def draw_subsets(pl: GroupTestPlan, n_features: int, rng: np.random.Generator) -> np.ndarray:
     """The plan's ``p`` random subsets, shape (p, m): each a uniform subset of the features in
     uniformly random order (Algorithm 2, line 3)."""
@@ -407,6 +232,47 @@ def _unhinted_empty(shape: tuple, dtype) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, nbytes), dtype=dtype).reshape(shape)
 
 
+class PseudoBins(NamedTuple):
+    """The bins of every tested half of a search over all rows in order, kept for later trees.
+
+    ``slot_of[k, t]``: the slot of node ``t`` of subset ``k``'s halving tree (-1: none yet);
+    ``used[k]``: subset ``k``'s slots taken; ``flat[k, s]``: the half is constant over the rows;
+    ``bins[k, s]``: its equal-width bins (uint8, one per row).  Each subset takes slots in the order
+    its halves are first tested, until its share is full; the halves after that are binned anew at
+    every test, as without the cache.
+    """
+
+    slot_of: np.ndarray
+    used: np.ndarray
+    flat: np.ndarray
+    bins: np.ndarray
+    counts: np.ndarray  # (p, slots, n_bins) float64: the rows in each bin
+
+    @classmethod
+    def empty(cls) -> PseudoBins:
+        """No cache: every half is binned at every test."""
+        return cls(np.empty((0, 0), np.int64), np.empty(0, np.int64), np.empty((0, 0), np.bool_),
+                   np.empty((0, 0, 0), np.uint8), np.empty((0, 0, 0)))
+
+    @classmethod
+    def for_subsets(cls, n_subsets: int, subset_size: int, n_rows: int, n_bins: int,
+                    max_bytes: int = PSEUDO_BIN_BYTES) -> PseudoBins:
+        """Slots for ``n_subsets`` halving trees over ``n_rows`` rows within ``max_bytes``."""
+        n_nodes = 2 ** (max(1, subset_size - 1).bit_length() + 1)  # node ids of the halving tree
+        slots = min(n_nodes, max_bytes // max(1, n_subsets * (n_rows + 8 * n_bins)))
+        if slots == 0:
+            return cls.empty()
+        return cls(np.full((n_subsets, n_nodes), -1, np.int64), np.zeros(n_subsets, np.int64),
+                   np.zeros((n_subsets, slots), np.bool_),
+                   _unhinted_empty((n_subsets, slots, n_rows), np.uint8),
+                   _unhinted_empty((n_subsets, slots, n_bins), np.float64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the bins written so far."""
+        return int(self.used.sum()) * (self.bins.shape[2] + 8 * self.counts.shape[2])
+
+
 class GroupTester:
     """The precomputed pseudo-features of one binned training matrix and the node search.
 
@@ -414,10 +280,13 @@ class GroupTester:
     copied); ``z_values`` (d, 256) the standardised value of every bin; ``subsets`` (p, m)
     feature indices in their random order; ``prefix`` (p, n_stored, n) float32;
     ``stored`` the stored boundary positions; ``col_of`` (m + 1,) maps a boundary to its
-    column in ``prefix`` (-2: boundary 0, whose prefix is 0; -1: not stored).
+    column in ``prefix`` (-2: boundary 0, whose prefix is 0; -1: not stored).  Searches over
+    every row in order keep the tested halves' bins (:class:`PseudoBins`) in at most
+    ``pseudo_bin_bytes``.
     """
 
-    def __init__(self, Xb, z_values, subsets, stored, prefix, n_bins: int = GT_BINS):
+    def __init__(self, Xb, z_values, subsets, stored, prefix, n_bins: int = GT_BINS,
+                 pseudo_bin_bytes: int = PSEUDO_BIN_BYTES):
         self.Xb = Xb
         self.z_values = z_values
         self.subsets = subsets
@@ -428,6 +297,9 @@ class GroupTester:
         self.col_of = np.full(m + 1, -1, dtype=np.int64)
         self.col_of[0] = -2
         self.col_of[stored] = np.arange(stored.shape[0])
+        self._no_cache = PseudoBins.empty()
+        self._cache = None  # PseudoBins of searches over every row, made at the first one
+        self._cache_bytes = int(pseudo_bin_bytes)
 
     @classmethod
     def precompute(cls, X_binned: np.ndarray, z_values: np.ndarray, pl: GroupTestPlan,
@@ -461,7 +333,13 @@ class GroupTester:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the prefix sums."""
         return int(self.prefix.nbytes)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes of the tested halves' bins kept so far (:class:`PseudoBins`)."""
+        return 0 if self._cache is None else self._cache.nbytes
 
     def pseudo_feature(self, k: int, lo: int, hi: int, rows: np.ndarray | None = None) -> np.ndarray:
         """Values of the pseudo-feature of positions ``[lo, hi)`` of subset ``k`` (for tests and
@@ -480,12 +358,17 @@ class GroupTester:
         ``rows`` empty means all rows in order; ``r_ord``/``h_ord`` are the node's residuals and
         second channel in row order (``h_ord`` empty: unit weights), as for the histogram kernels.
         """
-        p = self.subsets.shape[0]
+        p, m = self.subsets.shape
         feature = np.empty(p, dtype=np.int64)
         gain = np.empty(p, dtype=np.float64)
+        cache = self._no_cache
+        if rows.shape[0] == 0 and r_ord.shape[0] == self.Xb.shape[0]:  # every row: bins repeat
+            if self._cache is None:
+                self._cache = PseudoBins.for_subsets(p, m, self.Xb.shape[0], self.n_bins, self._cache_bytes)
+            cache = self._cache
         group_tests(self.Xb, self.z_values, self.prefix, self.col_of, self.subsets, rows, r_ord, h_ord,
                     self.n_bins, sum_g, sum_h, float(count), float(min_samples_leaf), min_child_weight,
-                    reg_lambda, feature, gain)
+                    reg_lambda, feature, gain, cache)
         return feature, gain
 
     def candidates(self, *args) -> np.ndarray:
@@ -521,7 +404,7 @@ def root_candidates(X, y, n_target_features: int, delta: float = DEFAULT_DELTA,
                              len(r), min_samples_leaf, 1e-3, 0.0)
 
 
-__all__ = ["GT_BINS", "DIRECT_SUM_BELOW", "GroupTester", "GroupTestPlan", "check_memory",
-           "default_n_subsets", "default_subset_size", "draw_subsets", "fill_pseudo_hist", "half_values",
-           "halves", "halving_boundaries", "keep_better", "min_max", "plan", "pseudo_hist_gain",
-           "root_candidates"]
+__all__ = ["GT_BINS", "DIRECT_SUM_BELOW", "GroupTester", "GroupTestPlan", "PseudoBins", "check_memory",
+           "default_n_subsets", "default_subset_size", "draw_subsets", "fill_binned_hist", "fill_pseudo_hist",
+           "group_tests", "half_values", "halves", "halving_boundaries", "keep_better", "min_max", "plan",
+           "pseudo_bins", "pseudo_hist_gain", "root_candidates"]

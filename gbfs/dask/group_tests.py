@@ -51,7 +51,7 @@ def _histograms(Xb, z_values, prefix, col_of, subsets, ks, los, his, mns, mxs, l
         if not live[t]:
             continue
         z = np.empty(n, dtype=np.float32)
-        bins = np.empty(n, dtype=np.int32)
+        bins = np.empty(n, dtype=np.uint8)
         hist = np.zeros((N_BINS, 3))
         k = ks[t]
         G.half_values(Xb, z_values, prefix, col_of, subsets[k], k, los[t], his[t], rows, n, z)

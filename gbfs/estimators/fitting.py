@@ -183,7 +183,8 @@ def fit_prepared(est, prep: Prepared, selection=None, selection_history=None) ->
         t4 = time.perf_counter()
     timings = {**prep.timings, "boosting_seconds": t3 - t2, "refit_seconds": t4 - t3,
                "binned_bytes": int(prep.X_binned.nbytes),
-               "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes)}
+               "precompute_bytes": 0 if prep.plan is None else int(prep.plan.nbytes),
+               "group_test_bins_bytes": 0 if prep.tester is None else prep.tester.kept_bytes}
     return Fitted(result, selection, selection_history if selection is not None else None, timings)
 
 

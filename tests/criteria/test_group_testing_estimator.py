@@ -193,6 +193,8 @@ def test_gtgbm_estimators_select_the_informative_features(clf_data, reg_data, Es
     np.testing.assert_array_equal(est.get_support(), np.arange(X.shape[1]) < 3)
     assert est.timings_["precompute_seconds"] > 0
     assert est.timings_["precompute_bytes"] == gt.plan(*X.shape, 3, 0.1).nbytes
+    # the tests at a root of every row (each tree's, in both scopes) keep their halves' bins
+    assert est.timings_["group_test_bins_bytes"] > 0
     assert (est.n_subsets_, est.subset_size_) == (28, 4)
     pred = est.predict(X)
     assert pred.shape == (X.shape[0],)

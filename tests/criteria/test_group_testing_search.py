@@ -297,3 +297,41 @@ def test_half_constant_on_the_node_has_no_split():
     feature, _ = node_search(tester, rows, r, NO_H, 5)
     assert 0 < z.max() - z.min() <= 8 * 2.0**-24 * 32  # float32 rounding only (15.999999 and 16.0)
     np.testing.assert_array_equal(feature, ref_feature)
+
+
+@pytest.mark.parametrize("weights", ["unit", "explicit"])
+@pytest.mark.parametrize("budget", ["default", "three_slots"])
+def test_kept_bins_give_the_searches_of_binning_anew(weights, budget):
+    """Searches over every row keep the tested halves' bins and counts for later searches (trees):
+    every search's features and scores equal, bit for bit, those of the kernel that bins every half
+    anew -- with constant halves, and with a budget that fills after three halves per subset (the
+    later halves are binned anew).  Searches on some rows keep nothing."""
+    rng, X, y = _search_problem(seed=11)
+    n = X.shape[0]
+    _, tester = make_tester(X, 4, delta=0.2, seed=11)
+    p, m = tester.subsets.shape
+    if budget == "three_slots":
+        tester = gt.GroupTester(tester.Xb, tester.z_values, tester.subsets, tester.stored, tester.prefix,
+                                pseudo_bin_bytes=3 * p * (n + 8 * gt.GT_BINS))
+    rows = np.sort(rng.choice(n, 260, replace=False)).astype(np.int32)
+    node_search(tester, rows, y[rows] - y[rows].mean(), NO_H, 7)
+    assert tester.kept_bytes == 0  # some rows only: nothing kept
+    changed = 0
+    for t in range(8):  # residuals of successive trees
+        r = y - y.mean() + rng.standard_normal(n) * (0.3 + t)
+        h = rng.uniform(0.2, 3.0, n) if weights == "explicit" else NO_H
+        sum_h = float(h.sum()) if h.shape[0] else float(n)
+        for msl in (7, 60):
+            feature, gain = node_search(tester, NO_ROWS, r, h, msl)
+            ref_feature, ref_gain = np.empty(p, np.int64), np.empty(p)
+            gt.group_tests(tester.Xb, tester.z_values, tester.prefix, tester.col_of, tester.subsets, NO_ROWS,
+                           r, h, tester.n_bins, float(r.sum()), sum_h, float(n), float(msl), 1e-3, 0.0,
+                           ref_feature, ref_gain, gt.PseudoBins.empty())
+            np.testing.assert_array_equal(feature, ref_feature)
+            assert gain.tobytes() == ref_gain.tobytes()
+            changed += int(np.any(feature != tester.subsets[:, 0]))
+    assert changed > 0
+    kept = tester.kept_bytes
+    assert kept > 0
+    if budget == "three_slots":
+        assert kept == 3 * p * (n + 8 * gt.GT_BINS)  # every subset's three slots taken, no more

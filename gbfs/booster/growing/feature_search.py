@@ -125,21 +125,29 @@ class GroupTestsPerTree(_GroupTests):
 
     def begin_tree(self, grower, root, usage) -> None:
         self._tree = None
+        self._scanned, self._version = None, None
         if grower.splittable(root) and not usage.full:
             self._tree = self.candidates(grower, root, *grower.gathered(root))
+
+    def _tree_features(self, usage) -> np.ndarray:
+        """Omega u C of this tree, formed again only when Omega changes (its ``version``)."""
+        if self._version != usage.version:
+            self._scanned, self._version = np.union1d(usage.free_features(), self._tree), usage.version
+        return self._scanned
 
     def node_features(self, grower, node, usage, rows, r_ord, h_ord) -> np.ndarray:
         allowed = usage.allowed_features()
         if allowed is not None:
             return allowed
-        cand = self._tree if self._tree is not None else self.candidates(grower, node, rows, r_ord, h_ord)
-        return np.union1d(usage.free_features(), cand)
+        if self._tree is not None:
+            return self._tree_features(usage)
+        return np.union1d(usage.free_features(), self.candidates(grower, node, rows, r_ord, h_ord))
 
     def child_features(self, grower, usage) -> np.ndarray | None:
         allowed = usage.allowed_features()
         if allowed is not None:
             return allowed
-        return None if self._tree is None else np.union1d(usage.free_features(), self._tree)
+        return None if self._tree is None else self._tree_features(usage)
 
 
 SCOPES = {"node": GroupTestsPerNode, "tree": GroupTestsPerTree}
