@@ -108,6 +108,11 @@ class PeakTraced:
         return self.peak - self.base
 
 
+#: fits (ours) and trainings (LightGBM) shorter than this many seconds are timed REPEATS times
+REPEAT_BELOW_S = 2.0
+REPEATS = 3
+
+
 def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np.ndarray | sp.csr_matrix,
             yte: np.ndarray, n_trees: int, threads: int) -> dict:
     """Ours (matched, mu = 0; then A-GBM mu = 0.01 and the paper mode) vs LightGBM on one shape.
@@ -115,11 +120,13 @@ def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np
     ``Xtr``, ``Xte`` are dense arrays or ``scipy.sparse`` CSR matrices, given as they are to both
     learners.  Timings: ours per tree = boosting seconds / trees and whole fit = wall time of
     ``fit`` (binning included), LightGBM per tree = ``lgb.train`` time / trees and whole fit =
-    Dataset construction (best of 2) + ``lgb.train``.  Binning: ours is the fastest of the three
-    fits' binning steps (BinMapper fit + transform inside ``fit``), LightGBM's the Dataset
-    construction.  Each variant first fits 2 trees on at most 3000 rows (kernels this data needs
-    are compiled before any timing); peak memory is measured in a separate, untimed fit (tracing
-    slows allocations).
+    Dataset construction (best of 2) + ``lgb.train``; a fit or training shorter than
+    :data:`REPEAT_BELOW_S` is timed :data:`REPEATS` times on both sides and the fastest is kept (a
+    run of a few milliseconds per tree moves by 10-40 % between runs on a 2-core VM).  Binning:
+    ours is the fastest of the three fits' binning steps (BinMapper fit + transform inside
+    ``fit``), LightGBM's the Dataset construction.  Each variant first fits 2 trees on at most
+    3000 rows (kernels this data needs are compiled before any timing); peak memory is measured in
+    a separate, untimed fit (tracing slows allocations).
     """
     import lightgbm as lgb
 
@@ -144,11 +151,14 @@ def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np
     out["memory_ratio"] = mem.extra / max(1, Xtr.shape[0] * Xtr.shape[1])
     del traced
 
-    # ours, mu = 0: whole fit, per tree, AUC
-    t0 = time.perf_counter()
-    ours = GBFSClassifier(**params).fit(Xtr, ytr)
-    out["ours_fit_s"] = time.perf_counter() - t0
-    out["ours_per_tree_s"] = ours.timings_["boosting_seconds"] / ours.n_iter_
+    # ours, mu = 0: whole fit, per tree, AUC (a fit shorter than REPEAT_BELOW_S: the best of REPEATS)
+    fits = []
+    while len(fits) < (REPEATS if not fits or fits[0][0] < REPEAT_BELOW_S else 1):
+        t0 = time.perf_counter()
+        ours = GBFSClassifier(**params).fit(Xtr, ytr)
+        fits.append((time.perf_counter() - t0, ours.timings_["boosting_seconds"] / ours.n_iter_))
+    out["ours_fit_s"] = min(f[0] for f in fits)
+    out["ours_per_tree_s"] = min(f[1] for f in fits)
     out["ours_auc"] = score(yte, ours, Xte)
     out["ours_leaves_per_tree"] = float(np.mean([t.n_leaves for t in ours.trees_]))
     out["binned_mb"] = ours.timings_["binned_bytes"] / 2**20
@@ -174,10 +184,13 @@ def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np
                          free_raw_data=False).construct()
         t_ds.append(time.perf_counter() - t0)
     out["lgb_dataset_s"] = min(t_ds)
-    t0 = time.perf_counter()
     objective = {} if n_classes == 2 else {"objective": "multiclass", "num_class": n_classes}
-    booster = lgb.train({**lgb_params(threads), **objective}, ds, num_boost_round=n_trees)
-    out["lgb_train_s"] = time.perf_counter() - t0
+    trains = []
+    while len(trains) < (REPEATS if not trains or trains[0] < REPEAT_BELOW_S else 1):
+        t0 = time.perf_counter()
+        booster = lgb.train({**lgb_params(threads), **objective}, ds, num_boost_round=n_trees)
+        trains.append(time.perf_counter() - t0)
+    out["lgb_train_s"] = min(trains)
     out["lgb_per_tree_s"] = out["lgb_train_s"] / n_trees
     out["lgb_fit_s"] = out["lgb_dataset_s"] + out["lgb_train_s"]
     out["lgb_auc"] = score(yte, booster, Xte)
