@@ -113,15 +113,26 @@ REPEAT_BELOW_S = 2.0
 REPEATS = 3
 
 
+def _fastest(run) -> tuple[object, list[float]]:
+    """Call ``run()`` (which returns ``(result, seconds, ...)``) once, or :data:`REPEATS` times when
+    the first call took less than :data:`REPEAT_BELOW_S`; the last result and each timing's best."""
+    times = []
+    while len(times) < (REPEATS if not times or times[0][0] < REPEAT_BELOW_S else 1):
+        result, *timing = run()
+        times.append(timing)
+    return result, [min(t[i] for t in times) for i in range(len(times[0]))]
+
+
 def _timed_fit(params: dict, Xtr, ytr) -> tuple[GBFSClassifier, float, float]:
-    """The model, whole-fit seconds and seconds per tree of ``params`` on ``(Xtr, ytr)``: the
-    fastest of :data:`REPEATS` fits when the first is shorter than :data:`REPEAT_BELOW_S`."""
-    fits = []
-    while len(fits) < (REPEATS if not fits or fits[0][0] < REPEAT_BELOW_S else 1):
+    """The model, whole-fit seconds and seconds per tree of ``params`` on ``(Xtr, ytr)``, the
+    fastest of the repeats :func:`_fastest` takes."""
+    def fit():
         t0 = time.perf_counter()
         model = GBFSClassifier(**params).fit(Xtr, ytr)
-        fits.append((time.perf_counter() - t0, model.timings_["boosting_seconds"] / model.n_iter_))
-    return model, min(f[0] for f in fits), min(f[1] for f in fits)
+        return model, time.perf_counter() - t0, model.timings_["boosting_seconds"] / model.n_iter_
+
+    model, (fit_s, per_tree_s) = _fastest(fit)
+    return model, fit_s, per_tree_s
 
 
 def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np.ndarray | sp.csr_matrix,
@@ -188,12 +199,13 @@ def measure(name: str, Xtr: np.ndarray | sp.csr_matrix, ytr: np.ndarray, Xte: np
         t_ds.append(time.perf_counter() - t0)
     out["lgb_dataset_s"] = min(t_ds)
     objective = {} if n_classes == 2 else {"objective": "multiclass", "num_class": n_classes}
-    trains = []
-    while len(trains) < (REPEATS if not trains or trains[0] < REPEAT_BELOW_S else 1):
+
+    def train():
         t0 = time.perf_counter()
         booster = lgb.train({**lgb_params(threads), **objective}, ds, num_boost_round=n_trees)
-        trains.append(time.perf_counter() - t0)
-    out["lgb_train_s"] = min(trains)
+        return booster, time.perf_counter() - t0
+
+    booster, (out["lgb_train_s"],) = _fastest(train)
     out["lgb_per_tree_s"] = out["lgb_train_s"] / n_trees
     out["lgb_fit_s"] = out["lgb_dataset_s"] + out["lgb_train_s"]
     out["lgb_auc"] = score(yte, booster, Xte)
