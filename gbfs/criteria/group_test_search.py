@@ -133,15 +133,22 @@ def fill_binned_hist(bins, r_ord, h_ord, hist, n_bins):
             hist[b, C_CH] += 1.0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _start_counted(hist, counts, n_bins, unit):
+    """A histogram's bins before its rows are added: zero sums and the given counts (the second
+    channel is the count with unit weights)."""
+    for b in range(n_bins):
+        hist[b, G_CH] = 0.0
+        hist[b, H_CH] = counts[b] if unit else 0.0
+        hist[b, C_CH] = counts[b]
+
+
 @njit(cache=True, nogil=True)
 def _fill_counted(bins, counts, r_ord, h_ord, hist, n_bins):
     """:func:`fill_binned_hist` with the count of each bin given (the same exact integers): one
     read-modify-write per row fewer."""
     unit = h_ord.shape[0] == 0
-    for b in range(n_bins):
-        hist[b, G_CH] = 0.0
-        hist[b, H_CH] = counts[b] if unit else 0.0
-        hist[b, C_CH] = counts[b]
+    _start_counted(hist, counts, n_bins, unit)
     if unit:
         for i in range(bins.shape[0]):
             hist[bins[i], G_CH] += r_ord[i]
@@ -158,13 +165,8 @@ def _fill_pair_counted(bins_l, bins_r, counts_l, counts_r, r_ord, h_ord, hist_l,
     read once and the two histograms' updates are independent, so they overlap; each bin gets the
     same additions in the same order as from two passes."""
     unit = h_ord.shape[0] == 0
-    for b in range(n_bins):
-        hist_l[b, G_CH] = 0.0
-        hist_l[b, H_CH] = counts_l[b] if unit else 0.0
-        hist_l[b, C_CH] = counts_l[b]
-        hist_r[b, G_CH] = 0.0
-        hist_r[b, H_CH] = counts_r[b] if unit else 0.0
-        hist_r[b, C_CH] = counts_r[b]
+    _start_counted(hist_l, counts_l, n_bins, unit)
+    _start_counted(hist_r, counts_r, n_bins, unit)
     if unit:
         for i in range(bins_l.shape[0]):
             g = r_ord[i]
