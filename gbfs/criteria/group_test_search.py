@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit, prange
 
 from ..booster.kernels._types import C_CH, G_CH, H_CH, N_BINS
+from ..booster.kernels.histogram import add_pair
 from ..booster.kernels.scan import scan_feature
 from ..booster.kernels.splitting import SplitRule
 
@@ -121,15 +122,13 @@ def fill_binned_hist(bins, r_ord, h_ord, hist, n_bins):
     if h_ord.shape[0] == 0:
         for i in range(bins.shape[0]):
             b = bins[i]
-            hist[b, G_CH] += r_ord[i]
-            hist[b, C_CH] += 1.0
+            add_pair(hist, b, r_ord[i], 1.0)
         for b in range(n_bins):
-            hist[b, H_CH] = hist[b, C_CH]
+            hist[b, C_CH] = hist[b, H_CH]
     else:
         for i in range(bins.shape[0]):
             b = bins[i]
-            hist[b, G_CH] += r_ord[i]
-            hist[b, H_CH] += h_ord[i]
+            add_pair(hist, b, r_ord[i], h_ord[i])
             hist[b, C_CH] += 1.0
 
 
@@ -155,8 +154,7 @@ def _fill_counted(bins, counts, r_ord, h_ord, hist, n_bins):
     else:
         for i in range(bins.shape[0]):
             b = bins[i]
-            hist[b, G_CH] += r_ord[i]
-            hist[b, H_CH] += h_ord[i]
+            add_pair(hist, b, r_ord[i], h_ord[i])
 
 
 @njit(cache=True, nogil=True)
@@ -178,10 +176,8 @@ def _fill_pair_counted(bins_l, bins_r, counts_l, counts_r, r_ord, h_ord, hist_l,
             h = h_ord[i]
             bl = bins_l[i]
             br = bins_r[i]
-            hist_l[bl, G_CH] += g
-            hist_l[bl, H_CH] += h
-            hist_r[br, G_CH] += g
-            hist_r[br, H_CH] += h
+            add_pair(hist_l, bl, g, h)
+            add_pair(hist_r, br, g, h)
 
 
 @njit(cache=True, nogil=True)

@@ -27,6 +27,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
+from .histogram import add_pair
 from .tasks import run_tasks
 
 #: a feature is sparse when at most this share of rows is outside its most frequent bin
@@ -140,8 +141,7 @@ def _accumulate_rows(indptr, idx, rows, r_ord, h_ord, hist, first_row):
         # unsigned indices: no negative-index wraparound code in the loop
         for k in range(np.uint64(indptr[row]), np.uint64(indptr[row + np.uint64(1)])):
             j = np.uint64(idx[k])
-            hist[j, G_CH] += r
-            hist[j, H_CH] += h
+            add_pair(hist, j, r, h)
             hist[j, C_CH] += 1.0
 
 
@@ -172,8 +172,7 @@ def _accumulate_rows_chunked(indptr, idx, rows, r_ord, h_ord, features, offsets,
     for k in prange(features.shape[0]):
         for b in range(offsets[features[k]], offsets[features[k] + 1]):
             for c in range(n_chunks - 1):
-                hist[b, G_CH] += scratch[c, b, G_CH]
-                hist[b, H_CH] += scratch[c, b, H_CH]
+                add_pair(hist, b, scratch[c, b, G_CH], scratch[c, b, H_CH])
                 hist[b, C_CH] += scratch[c, b, C_CH]
 
 
