@@ -248,7 +248,7 @@ def pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_ch
     split gain, or -inf when none is admissible."""
     # rows counted exactly: a group test only ranks halves, the split itself is searched after it
     rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
-    return scan_feature(hist, n_bins, rule)[0]
+    return scan_feature(hist, np.int32(n_bins), rule)[0]  # int32, as the kernels' n_bins: one compilation
 
 
 @njit(cache=True, nogil=True)
@@ -277,18 +277,22 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
     """
     p, m = subsets.shape
     n = r_ord.shape[0]
-    for k in prange(p):
+    # every index passed on is int64, never a literal or prange's unsigned index: each distinct
+    # argument type compiles the half kernels once more (six versions, about 7 s of a first fit)
+    zero, one = np.int64(0), np.int64(1)
+    for k_ in prange(p):
+        k = np.int64(k_)
         zl = np.empty(n, dtype=np.float32)
         bins = np.empty(n, dtype=np.uint8)
         hist = np.zeros((N_BINS, 3))  # no missing values in a pseudo-feature: bin 255 stays 0
         hist_r = np.zeros((N_BINS, 3))
-        lo = 0
-        hi = m
-        node = 1
+        lo = zero
+        hi = np.int64(m)
+        node = one
         best = -np.inf
         if m == 1:  # one feature per subset (s = d): nothing to halve, the feature is tested alone
-            best = _half_gain(Xb, z_values, prefix, col_of, subsets[k], k, 0, 1, node, rows, n, zl, F32_NOISE,
-                              r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
+            best = _half_gain(Xb, z_values, prefix, col_of, subsets[k], k, zero, one, node, rows, n, zl,
+                              F32_NOISE, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
                               min_child_weight, reg_lambda, bins, cache)
         while hi - lo > 1:
             mid, tol = halves(lo, hi)

@@ -36,7 +36,7 @@ def _bounds(Xb, z_values, prefix, col_of, subsets, ks, los, his, rows, out):
     n = rows.shape[0]
     for t in prange(ks.shape[0]):
         z = np.empty(n, dtype=np.float32)  # float32, as the single-process search stores it
-        k = ks[t]
+        k = np.int64(ks[t])  # int64, as the single-process search passes it: one compilation
         out[t, 0], out[t, 1] = G.half_values(Xb, z_values, prefix, col_of, subsets[k], k, los[t], his[t],
                                              rows, n, z)
 
@@ -53,7 +53,7 @@ def _histograms(Xb, z_values, prefix, col_of, subsets, ks, los, his, mns, mxs, l
         z = np.empty(n, dtype=np.float32)
         bins = np.empty(n, dtype=np.uint8)
         hist = np.zeros((N_BINS, 3))
-        k = ks[t]
+        k = np.int64(ks[t])  # int64, as the single-process search passes it: one compilation
         G.half_values(Xb, z_values, prefix, col_of, subsets[k], k, los[t], his[t], rows, n, z)
         G.fill_pseudo_hist(z, mns[t], mxs[t], r_ord, h_ord, hist, n_bins, bins)
         out[t] = hist[:n_bins]

@@ -163,9 +163,14 @@ def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist
     _store_split(f3, scan_feature(h3, n_bins[f3], rule), splits)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep, hist, offsets, n_bins, rule,
-                      splits, scratch, counts):
+                      splits, counts):
+    """Features ``lo..hi-1`` of :func:`build_and_scan`.  A compiled function of its own, called by
+    the parallel kernel's chunks and by the serial one alike: inlined, its code was compiled once
+    into each (about 5 s of a first fit's compilation).  Its scratch histograms are its own, so a
+    parallel chunk is this one call (each statement of a ``prange`` body adds to its compilation)."""
+    scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
     k = lo
     while k + 4 <= hi:
         _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
@@ -192,10 +197,8 @@ def build_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chunks, keep,
     """
     n_feat = features.shape[0]
     for c in prange(n_chunks):
-        scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
         _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, c * n_feat // n_chunks,
-                          (c + 1) * n_feat // n_chunks, keep, hist, offsets, n_bins, rule, splits, scratch,
-                          counts)
+                          (c + 1) * n_feat // n_chunks, keep, hist, offsets, n_bins, rule, splits, counts)
 
 
 @njit(cache=True, nogil=True)
@@ -203,9 +206,9 @@ def build_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, keep, hi
                           splits, counts):
     """:func:`build_and_scan` on one thread, for small work: waking the thread pool costs more
     than a few thousand row-features (tens of microseconds, more with passive OpenMP waiting)."""
-    scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
-    _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], keep, hist, offsets,
-                      n_bins, rule, splits, scratch, counts)
+    # np.int64(0), not 0: a literal would compile the range function a second time
+    _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, np.int64(0), features.shape[0], keep,
+                      hist, offsets, n_bins, rule, splits, counts)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -232,9 +235,12 @@ def _pair_rest(f, hf, parent, offsets, nb, scan_small, rule_s, splits_s, rule_l,
     _store_split(f, scan_feature(p, nb, rule_l), splits_l)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _pair_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, parent, offsets, n_bins, scan_small,
-                rule_s, splits_s, rule_l, splits_l, scratch):
+                rule_s, splits_s, rule_l, splits_l):
+    """Features ``lo..hi-1`` of :func:`build_subtract_and_scan`, compiled once for it and its serial
+    version (as :func:`_build_scan_range`)."""
+    scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
     k = lo
     while k + 4 <= hi:
         f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
@@ -265,19 +271,17 @@ def build_subtract_and_scan(X_binned, cols, rows, r_ord, h_ord, features, n_chun
     """
     n_feat = features.shape[0]
     for c in prange(n_chunks):
-        scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
         _pair_range(X_binned, cols, rows, r_ord, h_ord, features, c * n_feat // n_chunks,
                     (c + 1) * n_feat // n_chunks, parent, offsets, n_bins, scan_small, rule_s, splits_s,
-                    rule_l, splits_l, scratch)
+                    rule_l, splits_l)
 
 
 @njit(cache=True, nogil=True)
 def build_subtract_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, parent, offsets, n_bins,
                                    scan_small, rule_s, splits_s, rule_l, splits_l):
     """:func:`build_subtract_and_scan` on one thread, for small work."""
-    scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
-    _pair_range(X_binned, cols, rows, r_ord, h_ord, features, 0, features.shape[0], parent, offsets,
-                n_bins, scan_small, rule_s, splits_s, rule_l, splits_l, scratch)
+    _pair_range(X_binned, cols, rows, r_ord, h_ord, features, np.int64(0), features.shape[0], parent, offsets,
+                n_bins, scan_small, rule_s, splits_s, rule_l, splits_l)
 
 
 @njit(parallel=True, cache=True)
