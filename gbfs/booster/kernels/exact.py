@@ -145,8 +145,9 @@ def presorted_best_splits(X, lists, start, end, rw, hw, unit_h, features, n_chun
 def presorted_best_splits_serial(X, lists, start, end, rw, hw, unit_h, features, rule, gain, threshold,
                                  missing_left, left_sums):
     """:func:`presorted_best_splits` on one thread (small nodes: no thread-pool wake-up)."""
-    _presorted_chunk(X, lists, start, end, rw, hw, unit_h, features, 0, features.shape[0], rule, gain,
-                     threshold, missing_left, left_sums)
+    # np.int64(0), not 0: a literal compiles the chunk function a second time
+    _presorted_chunk(X, lists, start, end, rw, hw, unit_h, features, np.int64(0), features.shape[0], rule,
+                     gain, threshold, missing_left, left_sums)
 
 
 @njit(cache=True, nogil=True)
@@ -189,7 +190,7 @@ def sorted_best_splits(X, rows, r_ord, h_ord, features, n_chunks, rule, gain, th
 def sorted_best_splits_serial(X, rows, r_ord, h_ord, features, rule, gain, threshold, missing_left,
                               left_sums):
     """:func:`sorted_best_splits` on one thread."""
-    _sorting_chunk(X, rows, r_ord, h_ord, features, 0, features.shape[0], rule, gain, threshold,
+    _sorting_chunk(X, rows, r_ord, h_ord, features, np.int64(0), features.shape[0], rule, gain, threshold,
                    missing_left, left_sums)
 
 

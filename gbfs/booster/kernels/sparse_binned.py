@@ -236,7 +236,13 @@ def columns_for(X_binned, feature: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def block_of(X_binned) -> tuple[np.ndarray, np.ndarray]:
     """The dense block the column kernels read and each feature's column in it (-1: stored sparse)."""
     if isinstance(X_binned, SparseBinned):
-        return X_binned.dense, X_binned.col_of
+        dense = X_binned.dense
+        if dense.shape[1] == 0:
+            # numpy flags an (n, 0) or (n, 1) array C- as well as F-contiguous, and numba then
+            # compiles every column kernel once more, for a C-ordered matrix (seconds per kernel):
+            # two columns that no feature reads keep the block F-ordered only
+            dense = np.zeros((dense.shape[0], 2), dtype=dense.dtype, order="F")
+        return dense, X_binned.col_of
     return X_binned, np.arange(X_binned.shape[1], dtype=np.int64)
 
 
