@@ -300,7 +300,8 @@ class SparseRows:
         Returns whether the per-feature passes ran on one thread (at most :data:`SERIAL_BINS`
         bins), which the caller's split scan of the same features follows.
         """
-        features = self.features if features is None else features
+        # contiguous: a strided selection would compile every kernel below once more
+        features = self.features if features is None else np.ascontiguousarray(features, dtype=np.int64)
         serial = flat_bins(features, offsets) <= SERIAL_BINS
         (_zero_bins_serial if serial else _zero_bins)(hist, features, offsets)
         n_chunks = self._chunks(r_ord.shape[0])
