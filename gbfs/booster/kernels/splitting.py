@@ -169,7 +169,7 @@ def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep
     """Features ``lo..hi-1`` of :func:`build_and_scan`.  A compiled function of its own, called by
     the parallel kernel's chunks and by the serial one alike: inlined, its code was compiled once
     into each (about 5 s of a first fit's compilation).  Its scratch histograms are its own, so a
-    parallel chunk is this one call (each statement of a ``prange`` body adds to its compilation)."""
+    parallel chunk is this one call."""
     scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
     k = lo
     while k + 4 <= hi:
