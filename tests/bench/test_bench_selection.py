@@ -258,6 +258,21 @@ def test_peer_targets_compare_the_default_path_with_the_best_peer_of_each_cell()
     assert j.endswith("NOT MET")
 
 
+
+def test_peer_targets_of_a_run_of_the_default_path_alone_are_not_evaluated():
+    from runners.bench.selection.peers import DEFAULT_PATH, peer_lines
+
+    table = pd.DataFrame([{"dataset": "big", "K": 5, "family": DEFAULT_PATH, "group": "path",
+                           "test_auc": 0.9, "n_test": 500}])
+    rows = pd.DataFrame([{"dataset": "big", "seed": 0, "family": DEFAULT_PATH, "group": "path", "budget": 5,
+                          "fit_seconds": 9.0, "cpu_seconds": 9.5, "regret": 0.001,
+                          "penalised_test_auc": 0.88}])
+    lines = peer_lines(rows, table)
+    assert [x[:3] for x in lines if x.startswith("(")] == ["(g)", "(h)", "(i)", "(j)"]
+    g, h, j = (next(x for x in lines if x.startswith(f"({t})")) for t in "ghj")
+    assert "NOT EVALUATED" in g and "NOT EVALUATED" in h and "NOT EVALUATED" in j
+    assert next(x for x in lines if x.startswith("(i)")).endswith(" MET")
+
 def test_summary_records_its_command_and_commit():
     s = {"datasets": ("madelon", "isolet"), "seeds": (0,), "budgets": (5,), "booster": Booster(),
          "grids": Grids()}

@@ -106,10 +106,10 @@ def _time(rows: pd.DataFrame) -> list[str]:
     ratios = {}
     for clock, column in (("cpu", "cpu_seconds"), ("wall", "fit_seconds")):
         path = rows[rows["family"] == DEFAULT_PATH]
-        if column not in path:
+        topk = lightgbm_topk_seconds(rows, clock)
+        if column not in path or path.empty or topk.empty:  # a run of the path alone has no ratio
             continue
-        ratios[clock] = (path.groupby(["dataset", "seed"])[column].first()
-                         / lightgbm_topk_seconds(rows, clock)).dropna()
+        ratios[clock] = (path.groupby(["dataset", "seed"])[column].first() / topk).dropna()
     ratio = ratios.get("cpu", pd.Series(dtype=float))
     if ratio.empty:
         return ["(j) NOT EVALUATED: needs the default path and lgbm:topk-gain with ranking_cpu_seconds"]
