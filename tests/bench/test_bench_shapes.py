@@ -109,7 +109,11 @@ def test_zipf_text_shape_is_dense_float32_counts_with_a_long_tail():
     assert np.mean(df < 5) > 0.5 and df.max() > 0.3 * X.shape[0]   # most words rare, a few in a third
 
 
-def test_missing_data_dir_skips_with_one_line(tmp_path, capsys):
+def test_missing_data_dir_skips_with_one_line(tmp_path, capsys, monkeypatch):
+    from runners.bench.speed import core
+
+    warmed = []
+    monkeypatch.setattr(core, "warm_up", lambda *a, **k: warmed.append(a))
     missing = tmp_path / "nowhere"
     assert bench_shapes.load_shape("isolet", data_dir=missing) is None
     lines = [line for line in capsys.readouterr().out.splitlines() if line]
@@ -122,6 +126,7 @@ def test_missing_data_dir_skips_with_one_line(tmp_path, capsys):
     assert sum(str(missing) in line for line in capsys.readouterr().out.splitlines()) == 2
     result = json.loads(out.read_text())
     assert result["rows"] == [] and result["skipped"] == ["tox171"] and result["path_cost"] is None
+    assert warmed == []  # nothing to time: nothing compiled
 
 
 @pytest.mark.slow  # a whole core benchmark on one shape: ~5 s
