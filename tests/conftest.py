@@ -10,6 +10,15 @@ import os
 # against 16 s for the grower tests under a load of 8 on 2 cores).  Set before numba starts its
 # thread pool; subprocesses the tests start inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# each worker process of a parallel run (pytest-xdist) keeps its own numba cache: numba's cache
+# index is rewritten whole by whichever process compiles a new signature, with no lock, so two
+# processes saving signatures of one kernel at the same moment could leave the index naming the
+# other one's code.  A run in one process (-n 0, the slow tests) keeps the cache beside the code.
+if os.environ.get("PYTEST_XDIST_WORKER") and "NUMBA_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(tempfile.gettempdir(),
+                                                 f"gbfs-numba-cache-{os.environ['PYTEST_XDIST_WORKER']}")
 
 import pytest  # noqa: E402
 from estimator_cases import sparse_classification, sparse_regression  # noqa: E402
