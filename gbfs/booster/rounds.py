@@ -190,6 +190,7 @@ def run_rounds(plan: Rounds, params: BoostingParams, callbacks=(), model=None
     start = time.perf_counter()
     try:
         for it in range(params.n_estimators):
+            plan.usage.begin_round(it)
             plan.start_round()
             stats = []
             for i, slot in enumerate(plan.slots):

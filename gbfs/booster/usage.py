@@ -21,10 +21,13 @@ class Usage(Protocol):
     budget forbids); ``version`` changes whenever that vector does (pending leaves are then
     re-scored); ``free_features()`` are the features every node scans in GT-GBM (those with no
     first-use charge left to pay for the ensemble); ``allowed_features()`` the only ones a split
-    may still use (None: all); ``mark_used(j)`` records a split on ``j``.
+    may still use (None: all); ``mark_used(j)`` records a split on ``j``; ``begin_round(it)`` is
+    called before each boosting round (a price that changes with the round bumps ``version``).
     """
 
     version: int
+
+    def begin_round(self, it: int) -> None: ...
 
     @property
     def full(self) -> bool: ...

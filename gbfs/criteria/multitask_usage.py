@@ -111,3 +111,6 @@ class TaskUsage:
 
     def mark_used(self, feature: int) -> bool:
         return self.parent.mark_used(self.t, feature)
+
+    def begin_round(self, it: int) -> None:
+        """Nothing: a multitask round begins on Omega_G (``MultitaskUsage.group``), the plan's usage."""

@@ -17,6 +17,11 @@ A cost budget ``max_cost = B`` caps what Omega costs: opening a bag through feat
 ``+inf`` as soon as ``spent + c_j > B``.  The budget is full when no unused bag is affordable any
 more.  Without costs every feature costs 1 and ``max_cost = K`` is ``max_features = K``.
 
+Annealing (``anneal=(factor, rounds)``, off by default: the papers price every tree alike) starts
+the price at ``factor * mu`` and lowers it geometrically to ``mu`` over the first ``rounds`` boosting
+rounds (:meth:`FeatureUsage.begin_round`): the first trees admit only features whose gain pays a
+dearer price, the later ones the rest of what ``mu`` admits.
+
 Omega is a small protocol the grower reads and updates (:class:`gbfs.booster.usage.Usage`, the
 booster's side of the boundary); :class:`FeatureUsage` is the single-task set,
 :class:`~gbfs.criteria.multitask_usage.MultitaskUsage` the multitask pair (Omega_G, Omega_t) of the
@@ -44,12 +49,17 @@ class FeatureUsage:
         Budget: at most this many bags (features, without bags) ever enter Omega.
     max_cost : float or None
         Budget in cost units: the features that open the used bags cost at most this in all.
+    anneal : (float, int)
+        ``(factor, rounds)``: round ``r`` prices a first use at ``mu * factor ** max(0, 1 - r /
+        rounds)``; ``(1.0, 1)`` (the default) keeps ``mu`` throughout.
     """
 
     def __init__(self, n_features: int, mu: float, costs: np.ndarray | None = None,
                  bags: np.ndarray | None = None, max_features: int | None = None,
-                 max_cost: float | None = None):
+                 max_cost: float | None = None, anneal: tuple[float, int] = (1.0, 1)):
         self.mu = float(mu)
+        self.anneal = (float(anneal[0]), int(anneal[1]))
+        self._mu_now = self.mu  # the price of the current round (mu once annealing is over)
         self.costs = np.ones(n_features) if costs is None else np.asarray(costs, dtype=np.float64)
         if bags is None:
             self.bag_of = np.arange(n_features, dtype=np.int64)
@@ -69,6 +79,15 @@ class FeatureUsage:
         self._free = np.empty(0, dtype=np.int64)
         self._free_version = -1
 
+    def begin_round(self, it: int) -> None:
+        """Round ``it`` (0-based) begins: its price under annealing; a change bumps ``version``."""
+        factor, rounds = self.anneal
+        mu_now = self.mu * factor ** max(0.0, 1.0 - it / rounds) if factor != 1.0 else self.mu
+        if mu_now != self._mu_now:
+            self._mu_now = mu_now
+            self._penalty = self._prices()
+            self.version += 1
+
     def penalty(self) -> np.ndarray:
         """``mu * c_j * 1{bag(j) has no used feature}``, ``+inf`` where a budget forbids the first
         use (shared, do not modify)."""
@@ -86,7 +105,7 @@ class FeatureUsage:
         used = self.bag_used[self.bag_of]
         if self.max_features is not None and self.n_bags_used >= self.max_features:
             return np.where(used, 0.0, np.inf)
-        price = self.mu * self.costs
+        price = self._mu_now * self.costs
         if self.max_cost is not None:
             over = self.spent + self.costs > self.max_cost
             self._unaffordable = bool(np.all(used | over))
@@ -127,3 +146,9 @@ class FeatureUsage:
         self._penalty = self._prices()
         self.version += 1
         return True
+
+
+def anneal_of(est) -> tuple[float, int]:
+    """The ``anneal`` of :class:`FeatureUsage` an estimator asks for (``anneal_factor``,
+    ``anneal_rounds``); none for an estimator without them."""
+    return float(getattr(est, "anneal_factor", 1.0)), int(getattr(est, "anneal_rounds", 1))

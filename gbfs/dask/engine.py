@@ -28,7 +28,7 @@ from ..booster.rounds import BoostingParams, BoostingResult, Slot, records, run_
 from ..booster.tree_step import check_residual_scale, check_score_bound, leaf_values, node_values
 from ..criteria.group_testing import draw_subsets
 from ..criteria.methods import METHODS
-from ..criteria.penalty import FeatureUsage
+from ..criteria.penalty import FeatureUsage, anneal_of
 from ..criteria.refit import refit_params, top_k
 from . import goss, mvs
 from . import group_tests as gt
@@ -314,7 +314,7 @@ def fit(est, group: ShardGroup, bin_mapper, params: BoostingParams, costs, bags,
     plain = params.method.ranks  # GBDT-topK ranks an unpenalised fit on every feature
     search = group_tests(est, group, bin_mapper, params, seed, plan) if params.method.group_tests else None
     usage = FeatureUsage(d, 0.0 if plain else float(est.mu), costs, bags, None if plain else est.max_features,
-                         None if plain else est.max_cost)
+                         None if plain else est.max_cost, anneal_of(est))
     select_params = params if not plain else dataclasses.replace(
         params, method=METHODS["gbfs"], stop_when_full=False, selection_patience=None)
     result, comm = boost(group, bin_mapper, select_params, usage, callbacks, est, search, seed=(seed, 3))

@@ -190,6 +190,8 @@ def _selection_params(est, method) -> None:
     if not isinstance(est.refit, (bool, np.bool_)):
         raise TypeError(f"refit must be a bool, got {est.refit!r} ({type(est.refit).__name__})")
     V.check_int("selection_patience", est.selection_patience, 1, allow_none=True)
+    V.check_real("anneal_factor", getattr(est, "anneal_factor", 1.0), low=1.0)
+    V.check_int("anneal_rounds", getattr(est, "anneal_rounds", 20), 1)
     V.check_choice("importance_type", est.importance_type, IMPORTANCE_TYPES)
     ranks = METHODS[method].ranks
     if ranks and est.max_features is None and max_cost is None:

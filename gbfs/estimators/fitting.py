@@ -23,7 +23,7 @@ from ..booster.callbacks import early_stopping, progress_bar
 from ..booster.kernels.sparse_binned import to_dense
 from ..criteria import group_testing
 from ..criteria.methods import METHODS
-from ..criteria.penalty import FeatureUsage
+from ..criteria.penalty import FeatureUsage, anneal_of
 from ..criteria.refit import refit, top_k
 from ._params import EXACT_ONE_TREE, numba_threads
 
@@ -198,7 +198,7 @@ def select(est, prep: Prepared, params=None, plain: bool = False):
         params = est._fit_params(prep)
     plain = plain or params.method.ranks
     usage = FeatureUsage(prep.X_binned.shape[1], 0.0 if plain else float(est.mu), prep.costs, prep.bags,
-                         None if plain else est.max_features, None if plain else est.max_cost)
+                         None if plain else est.max_features, None if plain else est.max_cost, anneal_of(est))
     if plain:
         params = dataclasses.replace(params, method=METHODS["gbfs"], stop_when_full=False,
                                      selection_patience=None)

@@ -35,7 +35,7 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
 
     def __init__(self, *, method="agbm", mu=0.01, feature_costs=None, feature_bags=None,
                  max_features=None, max_cost=None, refit=False, selection_patience=None,
-                 importance_type="gain",
+                 anneal_factor=1.0, anneal_rounds=20, importance_type="gain",
                  n_estimators=100, learning_rate=0.1, max_depth=None, max_leaves=31,
                  min_samples_leaf=20, leaf_count="auto", min_node_fraction=None, criterion="sse",
                  leaf_estimate="mean", reg_lambda=0.0, min_child_weight=1e-3, max_bins=MAX_BINS,
@@ -55,6 +55,8 @@ class BaseGBFS(SelectorMixin, BaseEstimator):
         self.max_cost = max_cost
         self.refit = refit
         self.selection_patience = selection_patience
+        self.anneal_factor = anneal_factor
+        self.anneal_rounds = anneal_rounds
         self.importance_type = importance_type
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate

@@ -44,6 +44,7 @@ CRITERIA = {"sse": "mean", "newton": "newton"}  # criterion -> its leaf estimate
 IMPORTANCES = ("gain", "split")
 NORMALISED = ("agbm", "gtgbm")  # methods whose mu is in [0, 1]
 GAIN_SCALE = {"sse": lambda y: len(y) * float(np.var(y)), "newton": lambda y: float(len(y))}
+ANNEAL_FACTOR = 4.0  # the +anneal families: the first round's price is 4 mu (anneal_factor)
 PATIENCE = 5  # refit family: selection ends after this many trees without a new feature (the path's)
 # sklearn 1.8 deprecated ``penalty``; before it ``l1_ratio`` alone would silently mean L2
 L1 = {"l1_ratio": 1.0} if parse_version(sklearn.__version__) >= parse_version("1.8") else {"penalty": "l1"}
@@ -154,10 +155,14 @@ def run_penalised(method: str, criterion: str, split: Split) -> list[dict]:
                  mu_raw=mu_raw(split, method, criterion, mu)) for mu in split.grids.mu]
 
 
-def run_budgeted(method: str, criterion: str, split: Split, *, refit: bool) -> list[dict]:
-    """``max_features=K`` for every budget, with (``refit``) or without the unpenalised refit."""
+def run_budgeted(method: str, criterion: str, split: Split, *, refit: bool, anneal_factor: float = 1.0
+                 ) -> list[dict]:
+    """``max_features=K`` for every budget, with (``refit``) or without the unpenalised refit; an
+    ``anneal_factor`` above 1 anneals the price (the estimator's default ``anneal_rounds``)."""
     mus = split.grids.mu_refit if refit else split.grids.mu_budget
     kw = {"refit": True, "selection_patience": PATIENCE} if refit else {}
+    if anneal_factor != 1.0:
+        kw["anneal_factor"] = anneal_factor
     return [_fit(_ours(split, method, criterion, mu, max_features=k, **kw), split,
                  setting=f"K={k} mu={mu:.3g}", budget=k, mu=mu, mu_raw=mu_raw(split, method, criterion, mu))
             for k, mu in product(split.budgets, mus)]
@@ -343,6 +348,10 @@ def _registry() -> dict[str, Family]:
     for (suffix, kw), (method, criterion) in product(options.items(), product(METHODS, CRITERIA)):
         reg[f"gbfs:path{suffix}-{method}-{criterion}"] = Family(
             "path", partial(run_path, method, criterion, **kw), default=False)
+    for method, criterion in product(METHODS, CRITERIA):  # the price annealed from 4 mu, opt-in
+        reg[f"gbfs:{method}-{criterion}+refit+anneal"] = Family(
+            "refit", partial(run_budgeted, method, criterion, refit=True, anneal_factor=ANNEAL_FACTOR),
+            default=False)
     reg["lgbm:rfe"] = Family("lgbm-rfe", run_lgbm_rfe, default=False)
     reg["lgbm:shap-topk"] = Family("lgbm-shap", run_lgbm_shap, default=False)
     reg["mrmr"] = Family("mrmr", run_mrmr, default=False)
