@@ -168,13 +168,15 @@ def run_budgeted(method: str, criterion: str, split: Split, *, refit: bool, anne
             for k, mu in product(split.budgets, mus)]
 
 
-def run_path(method: str, criterion: str, split: Split, **options) -> list[dict]:
+def run_path(method: str, criterion: str, split: Split, anneal_factor: float = 1.0, **options) -> list[dict]:
     """One selection path for every budget; ``fit_seconds`` is the whole path's time on every row.
-    ``options`` go to :func:`gbfs.selection_path` (``rfe_step``, ``exact``)."""
+    ``options`` go to :func:`gbfs.selection_path` (``rfe_step``, ``exact``); ``anneal_factor`` to
+    the template (its probes anneal their price)."""
     if selection_path is None:
         print("  path families skipped: gbfs.selection_path is not importable in this checkout", flush=True)
         return []
-    template = _ours(split, method, criterion, 0.0)
+    template = _ours(split, method, criterion, 0.0, **({"anneal_factor": anneal_factor}
+                                                        if anneal_factor != 1.0 else {}))
     c0 = time.process_time()
     path = selection_path(template, split.X_fit, split.y_fit, eval_set=(split.X_val, split.y_val),
                           budgets=split.budgets, test_set=(split.X_test, split.y_test), **options)
@@ -344,7 +346,8 @@ def _registry() -> dict[str, Family]:
     # the path without its defaults, opt-in: exactly K features, no recursive elimination among its
     # sources, or neither (the papers' path alone); or choosing by 5-fold cross-validation
     options = {"+exact": {"exact": True}, "+norfe": {"rfe_step": None},
-               "+exact+norfe": {"exact": True, "rfe_step": None}, "+cv": {"cv": 5}}
+               "+exact+norfe": {"exact": True, "rfe_step": None}, "+cv": {"cv": 5},
+               "+anneal": {"anneal_factor": ANNEAL_FACTOR}}
     for (suffix, kw), (method, criterion) in product(options.items(), product(METHODS, CRITERIA)):
         reg[f"gbfs:path{suffix}-{method}-{criterion}"] = Family(
             "path", partial(run_path, method, criterion, **kw), default=False)
