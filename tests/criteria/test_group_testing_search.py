@@ -182,6 +182,29 @@ def test_pseudo_features_equal_direct_sums(direct_sum_below, s):
                 np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-5, err_msg=f"k={k} [{lo}, {hi})")
 
 
+@pytest.mark.parametrize("direct_sum_below", [1, 2, gt.DIRECT_SUM_BELOW])
+@pytest.mark.parametrize("m", [1, 2, 5, 16, 33])
+def test_prefix_sums_are_the_sequential_float64_sums_bit_for_bit(direct_sum_below, m):
+    """Every stored prefix is the float64 sum of its subset's standardised columns added one at a
+    time in subset order (then float32), over row blocks and whatever the boundaries: the pairs of
+    features the kernel adds in one pass round exactly as two passes."""
+    n, d = 2500, 40  # more rows than one block of the kernel
+    X = messy_matrix(n, d, seed=4)
+    mapper = BinMapper().fit(X)
+    Xb = np.asfortranarray(mapper.transform(X))
+    rng = np.random.default_rng(m)
+    subsets = np.stack([rng.permutation(d)[:m] for _ in range(3)]).astype(np.int64)
+    tester = gt.GroupTester.from_subsets(Xb, mapper.standardised_values_, subsets, direct_sum_below)
+    for k in range(3):
+        acc = np.zeros(n)
+        sums = {}
+        for t, f in enumerate(subsets[k]):
+            acc = acc + mapper.standardised_values_[f][Xb[:, f]]
+            sums[t + 1] = acc.astype(np.float32)
+        for c, upto in enumerate(tester.stored):
+            np.testing.assert_array_equal(tester.prefix[k, c], sums[int(upto)], err_msg=f"k={k} upto={upto}")
+
+
 @pytest.mark.parametrize("n", [0, 1, 2, 7, 64, 1001])
 def test_min_max_equals_numpy_bit_for_bit(n):
     """The pseudo-features' integer-keyed min and max are NumPy's, as float64, over negatives,
