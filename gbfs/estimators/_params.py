@@ -200,6 +200,9 @@ def _selection_params(est, method) -> None:
     if est.selection_patience is not None and not est.refit and not ranks:
         raise ValueError("selection_patience only applies with refit=True (it ends the selection "
                          "fit, whose trees a refit replaces)")
+    if ranks and getattr(est, "anneal_factor", 1.0) != 1.0:
+        raise ValueError(f"anneal_factor does not apply to method={method!r} (it ranks features by "
+                         "importance, no price to anneal); use gbfs, agbm or gtgbm")
     if ranks and est.feature_bags is not None:
         raise ValueError(f"feature_bags do not apply to method={method!r} (it ranks features by "
                          "importance, no penalty); use gbfs, agbm or gtgbm")

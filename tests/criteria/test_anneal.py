@@ -72,3 +72,9 @@ def test_bad_annealing_is_refused_naming_the_argument(bad, match):
     X, y = load_breast_cancer(return_X_y=True)
     with pytest.raises((ValueError, TypeError), match=match):
         GBFSClassifier(n_estimators=2, **bad).fit(X, y)
+
+
+def test_annealing_a_ranking_without_a_price_is_refused():
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.raises(ValueError, match="anneal_factor does not apply to method='topk'"):
+        GBFSClassifier(method="topk", max_features=3, n_estimators=2, anneal_factor=4.0).fit(X, y)
