@@ -13,12 +13,13 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # each worker process of a parallel run (pytest-xdist) keeps its own numba cache: numba's cache
 # index is rewritten whole by whichever process compiles a new signature, with no lock, so two
 # processes saving signatures of one kernel at the same moment could leave the index naming the
-# other one's code.  A run in one process (-n 0, the slow tests) keeps the cache beside the code.
+# other one's code.  The caches live in the checkout (.numba_cache/, ignored by git), as
+# __pycache__ does: a fresh clone compiles every kernel anew -- a cache keyed by the source's
+# content alone would keep a kernel that inlined a helper changed since.  A run in one process
+# (-n 0, the slow tests) keeps the cache in __pycache__ beside the code.
 if os.environ.get("PYTEST_XDIST_WORKER") and "NUMBA_CACHE_DIR" not in os.environ:
-    import tempfile
-
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(tempfile.gettempdir(),
-                                                 f"gbfs-numba-cache-{os.environ['PYTEST_XDIST_WORKER']}")
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                                 ".numba_cache", os.environ["PYTEST_XDIST_WORKER"])
 
 import pytest  # noqa: E402
 from estimator_cases import sparse_classification, sparse_regression  # noqa: E402
