@@ -126,7 +126,7 @@ class _Search:
         k = int(features.size)
         if source.startswith("topk") and self.template.feature_costs is None:
             model.set_params(method="topk", max_features=k, refit=True, selection_patience=None,
-                             importance_type=source.split("-")[1])
+                             importance_type=source.split("-")[1], anneal_factor=1.0)  # no price
         else:  # mu = 0 on GT-GBM is plain boosting: A-GBM's unpenalised fit is the same model (and,
             # with feature costs, GBDT-topK's refit, which method="topk" takes only under a max_cost)
             model.set_params(mu=mu or 0.0, max_features=k, refit=True, selection_patience=self.patience,

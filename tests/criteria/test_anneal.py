@@ -78,3 +78,15 @@ def test_annealing_a_ranking_without_a_price_is_refused():
     X, y = load_breast_cancer(return_X_y=True)
     with pytest.raises(ValueError, match="anneal_factor does not apply to method='topk'"):
         GBFSClassifier(method="topk", max_features=3, n_estimators=2, anneal_factor=4.0).fit(X, y)
+
+
+def test_a_path_from_an_annealed_template_anneals_its_probes_and_ranks_without_a_price():
+    from gbfs import selection_path
+
+    X, y = load_breast_cancer(return_X_y=True)
+    template = GBFSClassifier(method="agbm", n_estimators=30, early_stopping_rounds=5, random_state=0,
+                              anneal_factor=4.0)
+    path = selection_path(template, X[:300], y[:300], eval_set=(X[300:450], y[300:450]), budgets=(2, 4))
+    assert [r.budget for r in path.results] == [2, 4] and all(r.n_features <= r.budget for r in path.results)
+    topk = [c for c in path.candidates if c["source"].startswith("topk")]
+    assert topk  # GBDT-topK candidates were refitted (a ranking has no price to anneal)
