@@ -157,12 +157,11 @@ def run_penalised(method: str, criterion: str, split: Split) -> list[dict]:
 
 def run_budgeted(method: str, criterion: str, split: Split, *, refit: bool, anneal_factor: float = 1.0
                  ) -> list[dict]:
-    """``max_features=K`` for every budget, with (``refit``) or without the unpenalised refit; an
-    ``anneal_factor`` above 1 anneals the price (the estimator's default ``anneal_rounds``)."""
+    """``max_features=K`` for every budget, with (``refit``) or without the unpenalised refit, at
+    ``anneal_factor`` (above 1: an annealed price over the estimator's default ``anneal_rounds``)."""
     mus = split.grids.mu_refit if refit else split.grids.mu_budget
     kw = {"refit": True, "selection_patience": PATIENCE} if refit else {}
-    if anneal_factor != 1.0:
-        kw["anneal_factor"] = anneal_factor
+    kw["anneal_factor"] = anneal_factor
     return [_fit(_ours(split, method, criterion, mu, max_features=k, **kw), split,
                  setting=f"K={k} mu={mu:.3g}", budget=k, mu=mu, mu_raw=mu_raw(split, method, criterion, mu))
             for k, mu in product(split.budgets, mus)]
@@ -175,8 +174,7 @@ def run_path(method: str, criterion: str, split: Split, anneal_factor: float = 1
     if selection_path is None:
         print("  path families skipped: gbfs.selection_path is not importable in this checkout", flush=True)
         return []
-    template = _ours(split, method, criterion, 0.0, **({"anneal_factor": anneal_factor}
-                                                        if anneal_factor != 1.0 else {}))
+    template = _ours(split, method, criterion, 0.0, anneal_factor=anneal_factor)
     c0 = time.process_time()
     path = selection_path(template, split.X_fit, split.y_fit, eval_set=(split.X_val, split.y_val),
                           budgets=split.budgets, test_set=(split.X_test, split.y_test), **options)
