@@ -101,6 +101,11 @@ class BinMapper:
     def fit(self, X) -> BinMapper:
         """Find the edges of ``X`` (an array, or a scipy.sparse matrix: its columns are read one at
         a time, implicit entries are zeros, the matrix is never densified)."""
+        return self._fit(X, None)
+
+    def _fit(self, X, out: np.ndarray | None) -> BinMapper:
+        """:meth:`fit`; with ``out`` (of ``X``'s shape), a dense ``X`` fitted on every row also bins
+        its numeric columns into it (see :meth:`fit_transform`)."""
         if not 2 <= self.max_bins <= MAX_BINS:
             raise ValueError(f"max_bins must be in [2, {MAX_BINS}], got {self.max_bins!r}")
         if not (isinstance(self.min_data_in_bin, (int, np.integer)) and self.min_data_in_bin >= 1):
@@ -122,8 +127,13 @@ class BinMapper:
                       int(self.min_data_in_bin), self.bin_edges_, self.n_edges_, self.standardised_values_,
                       task_cost=X.shape[0])
         else:
+            binning = out is not None and out.shape == X.shape  # else a row subsample, or edges only
+            if not binning:
+                # not read; numpy flags an empty or one-column array C- as well as F-contiguous, and
+                # numba would compile the kernel again for a C-ordered one
+                out = np.zeros((2, 2), dtype=X_BINNED_DTYPE, order="F")
             run_tasks(fit_edges, d, X, self.max_bins, int(self.min_data_in_bin), self.bin_edges_,
-                      self.n_edges_, self.standardised_values_, task_cost=X.shape[0])
+                      self.n_edges_, self.standardised_values_, out, binning, task_cost=X.shape[0])
         self._fit_categories(X)
         self.n_bins_non_missing_ = self.n_edges_ + 1
         return self
@@ -208,10 +218,19 @@ class BinMapper:
 
     def fit_transform(self, X) -> np.ndarray | SparseBinned:
         """:meth:`fit`, then :meth:`transform` of the same ``X``; a scipy.sparse ``X`` is converted to
-        a canonical CSC matrix once for both."""
+        a canonical CSC matrix once for both.  A dense ``X`` whose edges come from every row is read
+        once: each column is binned from the values gathered to find its edges (the same bins)."""
         if scipy.sparse.issparse(X):
             X = _csc(X)
-        return self.fit(X).transform(X)
+            return self.fit(X).transform(X)
+        X = _dense(X)
+        if self.subsample is not None and X.shape[0] > self.subsample:
+            return self.fit(X).transform(X)
+        out = np.empty(X.shape, dtype=X_BINNED_DTYPE, order="F")
+        self._fit(X, out)
+        if self.has_categorical:
+            self._bin_categories(X, out)
+        return out
 
     def threshold(self, feature: int, bin_threshold: int) -> float:
         """Raw threshold of the split ``bin <= bin_threshold`` (``inf``: all non-missing go left)."""

@@ -444,3 +444,43 @@ def test_grid_search_equals_full_search_on_every_value(seed):
         v = probe[:, f]
         expected = np.where(np.isnan(v), MISSING_BIN, np.searchsorted(e, v, side="left"))
         np.testing.assert_array_equal(binned[:, f], expected, err_msg=f"column {f}")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("seed", range(3))
+def test_fit_transform_bins_in_one_pass_as_transform_does(dtype, seed):
+    """A dense fit on every row bins each column from the values its edges were found from:
+    the same bins as ``fit`` then ``transform``, and as ``#{edges < value}``, for columns without
+    zeros, mostly zeros, with -0.0, NaN and infinities, all zero, all NaN, and categorical ones."""
+    rng = np.random.default_rng(seed)
+    n = 700
+    X = _columns(rng, n)
+    X = np.column_stack([X, X[:, 0] * (rng.random(n) < 0.03), np.zeros(n), np.full(n, np.nan),
+                         rng.integers(0, 6, n).astype(float)])
+    X[rng.random(X.shape) < 0.2] = 0.0
+    X[rng.random(X.shape) < 0.03] = -0.0
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[3, 1], X[4, 1] = np.inf, -np.inf
+    with np.errstate(over="ignore"):  # the largest values are infinities in float32
+        X = X.astype(dtype)
+    categorical = np.arange(X.shape[1]) == X.shape[1] - 1
+    for kw in ({}, {"max_bins": 16}, {"min_data_in_bin": 1}, {"categorical": categorical}):
+        one_pass = BinMapper(**kw).fit_transform(X)
+        mapper = BinMapper(**kw).fit(X)
+        two_pass = mapper.transform(X)
+        assert one_pass.dtype == np.uint8 and one_pass.flags.f_contiguous
+        np.testing.assert_array_equal(one_pass, two_pass, err_msg=str(kw))
+        numeric = np.flatnonzero(~mapper.categorical_)
+        edges = [_edges(mapper, f) for f in numeric]
+        np.testing.assert_array_equal(one_pass[:, numeric],
+                                      naive.bin_matrix(X[:, numeric].astype(np.float64), edges))
+
+
+def test_fit_transform_of_a_row_subsample_bins_with_its_edges():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(3000, 4))
+    X[rng.random(X.shape) < 0.5] = 0.0
+    mapper = BinMapper(subsample=500, random_state=3)
+    binned = mapper.fit_transform(X)
+    np.testing.assert_array_equal(binned, BinMapper(subsample=500, random_state=3).fit(X).transform(X))
+    np.testing.assert_array_equal(binned, naive.bin_matrix(X, [_edges(mapper, f) for f in range(4)]))

@@ -60,6 +60,33 @@ def test_sparse_storage_equals_the_dense_binning_in_every_view(seed):
         binned.take_rows(np.array([1, 1, 2]))
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_numeric_columns_among_sparse_ones_bin_as_the_dense_array(seed):
+    """A column of many stored values (a numeric feature next to one-hot codes) is looked up in its
+    grid: every value gets ``#{edges < value}`` as in the dense binning -- continuous values, their
+    edges and neighbours, infinities, -0.0 and NaN."""
+    rng = np.random.default_rng(seed)
+    n, d = 2000, 30
+    X = np.zeros((n, d))
+    X[:, 0] = rng.normal(size=n)
+    X[:, 1] = np.exp(rng.normal(0, 3, n))
+    X[rng.random(n) < 0.05, 0] = np.nan
+    X[:4, 0] = [np.inf, -np.inf, -0.0, 1e300]
+    for j in range(2, d):
+        X[rng.random(n) < 0.02, j] = 1.0
+    mapper = BinMapper().fit(sp.csr_matrix(X))
+    for f in (0, 1):  # the training rows hit every bin; add the edges and their float neighbours
+        e = mapper.bin_edges_[f, :mapper.n_edges_[f]]
+        X[4:4 + 3 * e.size, f] = np.concatenate([e, np.nextafter(e, np.inf), np.nextafter(e, -np.inf)])
+    binned = mapper.transform(sp.csr_matrix(X))
+    assert isinstance(binned, SparseBinned) and binned.col_of[0] >= 0 and binned.col_of[1] >= 0
+    np.testing.assert_array_equal(binned.toarray(), mapper.transform(X))
+    for f in (0, 1):
+        e = mapper.bin_edges_[f, :mapper.n_edges_[f]]
+        expected = np.where(np.isnan(X[:, f]), 255, np.searchsorted(e, X[:, f], side="left"))
+        np.testing.assert_array_equal(binned.toarray()[:, f], expected, err_msg=f"column {f}")
+
+
 def test_dense_storage_when_few_columns_are_sparse_or_any_is_categorical():
     rng = np.random.default_rng(0)
     X = sp.csr_matrix(rng.random((300, 12)) * (rng.random((300, 12)) < 0.6))

@@ -28,23 +28,35 @@ import numpy as np
 from numba import njit
 
 from ._types import X_BINNED_DTYPE
-from .bins.lookup import bin_of
+from .bins.lookup import GRID_CELLS, bin_of, bin_values, column_grid
 from .sparse_rows import MIN_SPARSE_FEATURES, SPARSE_SHARE
 from .tasks import run_tasks
 
 
 @njit(cache=True, nogil=True)
 def _entry_bins(lo, hi, indptr, data, edges, n_edges, zero, bins, n_other):
-    """Columns ``lo..hi-1``: zero's bin, each stored value's bin and the entries outside zero's bin."""
+    """Columns ``lo..hi-1``: zero's bin, each stored value's bin and the entries outside zero's bin.
+    A column of many entries (a numeric feature among one-hot codes) looks them up in its grid
+    (:func:`~gbfs.booster.kernels.bins.lookup.column_grid`), which costs a few hundred entries'
+    binary searches to build; ``bins`` as a one-column matrix for it."""
+    lower = np.empty(GRID_CELLS, dtype=np.int32)
+    upper = np.empty(GRID_CELLS, dtype=np.int32)
+    bins_2d = bins.reshape((1, bins.shape[0])).T
     for f in range(lo, hi):
-        z = bin_of(0.0, edges[f], n_edges[f])
+        e, ne = edges[f], n_edges[f]
+        a, b = np.int64(indptr[f]), np.int64(indptr[f + 1])  # int64 as binning's: one compilation
+        if b - a >= GRID_CELLS:
+            z, low, inv, widest = column_grid(e, ne, lower, upper)
+            bin_values(data[a:b].reshape((1, b - a)), np.int64(0), b - a, e, ne, low, inv, lower, widest, z,
+                       bins_2d, a, np.int64(0))
+        else:
+            z = np.uint8(bin_of(0.0, e, ne))
+            for k in range(a, b):
+                bins[k] = bin_of(data[k], e, ne)
         zero[f] = z
         c = 0
-        for k in range(indptr[f], indptr[f + 1]):
-            b = bin_of(data[k], edges[f], n_edges[f])
-            bins[k] = b
-            if b != z:
-                c += 1
+        for k in range(a, b):
+            c += bins[k] != z
         n_other[f] = c
 
 

@@ -15,6 +15,7 @@ from numba import njit
 
 from .._types import MISSING_BIN
 from ..radix import sort_floats
+from .lookup import GRID_CELLS, bin_gathered
 
 
 @njit(cache=True, nogil=True)
@@ -169,39 +170,67 @@ _BLOCK = 8
 
 
 @njit(cache=True, nogil=True)
-def _gather_block(X, f0, width, cols, m, n_nan):
+def _gather_block(X, f0, width, cols, rows, m, n_nan):
     """Columns ``f0..f0+width-1``'s values other than +0.0 and NaN: column ``j``'s ``m[j]`` of them at
-    ``cols[j n:]``, and its NaNs counted in ``n_nan[j]``.  A function of its own: the loop inlined
-    in its caller compiled to slower code, as the tile copy of binning's lookup did."""
+    ``cols[j, :m[j]]`` in row order, and its NaNs counted in ``n_nan[j]``.  With ``rows`` (of ``cols``'
+    shape; else of no columns) also their rows at ``rows[j, :m[j]]`` and the NaNs' rows from the end
+    back (``rows[j, n - 1 - t]``).  A function of its own: the loop inlined in its caller compiled to
+    slower code, as the tile copy of binning's lookup did."""
     n = X.shape[0]
     for j in range(width):
         m[j] = 0
         n_nan[j] = 0
+    if rows.shape[1] == 0:
+        for i in range(n):
+            for j in range(width):
+                v = X[i, f0 + j]
+                if np.isnan(v):
+                    n_nan[j] += 1
+                elif not (v == 0.0 and not np.signbit(v)):
+                    cols[j, m[j]] = v
+                    m[j] += 1
+        return
     for i in range(n):
         for j in range(width):
             v = X[i, f0 + j]
             if np.isnan(v):
                 n_nan[j] += 1
+                rows[j, n - n_nan[j]] = i
             elif not (v == 0.0 and not np.signbit(v)):
-                cols[j * n + m[j]] = v
+                cols[j, m[j]] = v
+                rows[j, m[j]] = i
                 m[j] += 1
 
 
 @njit(cache=True, nogil=True)
-def fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values):
+def fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values, out, binning):
     """Edges of columns ``lo..hi-1`` of a dense ``X``: only a column's values other than +0.0 are
-    sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted."""
+    sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted.
+
+    With ``binning`` (a fit on every row, :meth:`~gbfs.booster.binning.BinMapper.fit_transform`),
+    ``out`` (uint8, ``X``'s shape, Fortran-ordered) also gets the columns' bins from the values
+    gathered for the edges (:func:`~gbfs.booster.kernels.bins.lookup.bin_gathered`): one read of
+    ``X`` for both, and a mostly-zero column costs its non-zeros again.  Without, ``out`` is not
+    read (any Fortran-ordered uint8 matrix)."""
     n = X.shape[0]
     block = max(1, min(_BLOCK, hi - lo))  # a range of few columns (narrow data) holds no more
-    cols = np.empty(block * n, dtype=np.float64)
+    cols = np.empty((block, n), dtype=np.float64)
+    rows = np.empty((block, n if binning else 0), dtype=np.int32)
     m = np.zeros(block, dtype=np.int64)
     n_nan = np.zeros(block, dtype=np.int64)
+    lower = np.empty(GRID_CELLS, dtype=np.int32)
+    upper = np.empty(GRID_CELLS, dtype=np.int32)
+    scratch = np.empty((1, n if binning else 0), dtype=np.uint8).T  # F-ordered as out: one compilation
     for f0 in range(lo, hi, block):
         width = min(hi, f0 + block) - f0
-        _gather_block(X, f0, width, cols, m, n_nan)
+        _gather_block(X, f0, width, cols, rows, m, n_nan)
         for j in range(width):  # the zeros' count as a difference: no literal 0 passed on
-            n_edges[f0 + j] = _fit_with_zeros(sort_floats(cols[j * n:j * n + m[j]]), n - m[j] - n_nan[j],
-                                              max_bins, min_data_in_bin, edges[f0 + j], z_values[f0 + j])
+            f = f0 + j
+            n_edges[f] = _fit_with_zeros(sort_floats(cols[j, :m[j]]), n - m[j] - n_nan[j], max_bins,
+                                         min_data_in_bin, edges[f], z_values[f])
+            if binning:
+                bin_gathered(cols, rows, j, m[j], n_nan[j], edges[f], n_edges[f], lower, upper, out, f,
+                             scratch)
 
 
 @njit(cache=True, nogil=True)
