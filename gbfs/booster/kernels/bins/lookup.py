@@ -78,7 +78,7 @@ def _grid(e, n_edges, lower, upper):
 LINEAR_CELL = 8
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def column_grid(e, n_edges, lower, upper):
     """A feature's lookup (:func:`_grid` into ``lower``, ``upper``): returns ``(zero, lo, inv,
     widest)`` -- the bin of 0.0, the grid's origin and inverse cell width (0: no grid) and the widest
@@ -125,7 +125,7 @@ def bin_values(values, j, m, e, n_edges, lo, inv, lower, widest, zero, out, i0, 
         out[i0 + i, f] = b
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def bin_gathered(values, rows, j, m, n_nan, e, n_edges, lower, upper, out, f, scratch):
     """Column ``f`` of ``out`` from column ``j`` of a block gathered as binning's fit reads it: its
     ``m`` values other than +0.0 and NaN in row order (``values[j, :m]``, their rows
