@@ -31,6 +31,7 @@ class Columns:
         self._stored = isinstance(X_binned, SparseBinned) and bool(np.any(self.cols < 0))
         self._extra = np.empty((self.n_rows, 0), dtype=np.uint8, order="F")
         self._extra_cols = np.full(self.cols.shape[0], -1, dtype=np.int64)
+        self._split_col = None  # a stored column materialised for one split (column)
 
     def parts(self, features: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """``features`` as ``(matrix, cols, features)`` groups the column kernels can read."""
@@ -55,9 +56,15 @@ class Columns:
         self._extra_cols[new] = np.arange(k, k + new.shape[0])
 
     def column(self, f: int) -> np.ndarray:
-        """Feature ``f``'s bins for every row (a view of the block, or a materialised column)."""
+        """Feature ``f``'s bins for every row (a view of the block, or a materialised column, valid
+        until the next call)."""
         if self.cols[f] >= 0:
             return self.block[:, self.cols[f]]
         if self._extra_cols[f] >= 0:
             return self._extra[:, self._extra_cols[f]]
-        return self.X_binned.take(np.array([f], dtype=np.int64))[:, 0]
+        # one buffer for every split's column: it is read once, by the split's partition; two
+        # columns, as numpy flags a one-column array C- as well as F-contiguous (another compilation)
+        if self._split_col is None:
+            self._split_col = np.empty((self.n_rows, 2), dtype=np.uint8, order="F")
+        self.X_binned.column_into(f, self._split_col)
+        return self._split_col[:, 0]
