@@ -39,7 +39,7 @@ class SoftmaxEvaluator:
 
     def add_tree(self, tree: Tree, k: int) -> None:
         self._col[:] = 0.0
-        PackedEnsemble([tree]).predict_binned(self.X_binned, self._col)
+        PackedEnsemble.of_tree(tree).predict_binned(self.X_binned, self._col)
         self.raw[:, k] += self._col
 
     def record(self, rec: dict) -> None:

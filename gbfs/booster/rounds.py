@@ -106,9 +106,9 @@ class Evaluator:
 
     def add_tree(self, tree: Tree) -> None:
         if self._raw_values:
-            PackedEnsemble([tree]).predict_raw(self.X_binned, self.raw)
+            PackedEnsemble.of_tree(tree).predict_raw(self.X_binned, self.raw)
         else:
-            PackedEnsemble([tree]).predict_binned(self.X_binned, self.raw)
+            PackedEnsemble.of_tree(tree).predict_binned(self.X_binned, self.raw)
 
     def record(self, rec: dict) -> None:
         if not records(self.metrics, "loss"):

@@ -63,9 +63,17 @@ class TreeBuilder:
         self.cat_left: dict[int, np.ndarray] = {}
 
     def add_node(self, count: int) -> int:
-        for name, v in zip(Tree.FIELDS, (-1, np.inf, -1, False, -1, -1, 0.0, 0.0, count)):
-            self.cols[name].append(v)
-        return len(self.cols["feature"]) - 1
+        c = self.cols  # a leaf until set_split (one append per field: this runs for every node)
+        c["feature"].append(-1)
+        c["threshold"].append(np.inf)
+        c["bin_threshold"].append(-1)
+        c["missing_left"].append(False)
+        c["left"].append(-1)
+        c["right"].append(-1)
+        c["value"].append(0.0)
+        c["gain"].append(0.0)
+        c["count"].append(count)
+        return len(c["feature"]) - 1
 
     def set_split(self, node, feature, threshold, bin_threshold, missing_left, left, right, gain):
         c = self.cols
@@ -89,10 +97,34 @@ class TreeBuilder:
 
 #: a sparse matrix is predicted in blocks of about this many dense values (8 MiB)
 _PREDICT_BLOCK_VALUES = 1 << 20
+_ONE_ROOT = np.zeros(1, dtype=np.int32)
+_NO_CAT_BITS = np.zeros((0, CAT_WORDS), dtype=np.uint32)
 
 
 class PackedEnsemble:
     """Trees concatenated for the prediction kernels."""
+
+    @classmethod
+    def of_tree(cls, tree: Tree) -> PackedEnsemble:
+        """One tree, as ``PackedEnsemble([tree])`` packs it, without the concatenations: boosting
+        scores every new tree on its evaluation sets, where at small sizes packing cost more than
+        predicting."""
+        if tree.cat_left:
+            return cls([tree])
+        packed = cls.__new__(cls)
+        packed.roots = _ONE_ROOT
+        packed.feature = tree.feature.astype(np.int32, copy=False)
+        packed.threshold = tree.threshold.astype(np.float64, copy=False)
+        packed.bin_threshold = tree.bin_threshold.astype(np.int32, copy=False)
+        packed.missing_left = tree.missing_left.astype(np.bool_, copy=False)
+        packed.value = tree.value.astype(np.float64, copy=False)
+        # children are node ids or -1 already: the offset of a first tree is 0
+        packed.left = tree.left.astype(np.int32, copy=False)
+        packed.right = tree.right.astype(np.int32, copy=False)
+        packed.cat_set = np.full(packed.feature.shape[0], -1, dtype=np.int32)
+        packed.cat_bits = _NO_CAT_BITS
+        packed.has_categorical = False
+        return packed
 
     def __init__(self, trees: list[Tree]):
         offsets = np.cumsum([0] + [t.n_nodes for t in trees])

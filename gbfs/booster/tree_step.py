@@ -121,7 +121,7 @@ class TreeStep:
             add_leaf_values(grown.partition, grown.leaf_starts, grown.leaf_ends, values, self.raw)
         else:                    # rows outside the sample are scored by the tree too
             self.grower.add_scores(tree, self.raw, X_binned)
-        stats = {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": tree.n_leaves}
+        stats = {"root_variance": sse / w_sum, "gain_normaliser": norm, "n_leaves": len(grown.leaf_ids)}
         if sampled is not None:
             stats["n_rows_sampled"] = int(tree_rows.shape[0])
         return tree, stats
@@ -275,8 +275,8 @@ def leaf_values(grown, num: np.ndarray, den: np.ndarray, params) -> np.ndarray:
         cols = grown.builder.cols
         children = [c for node in grown.builder.cat_left for c in (cols["left"][node], cols["right"][node])]
         den = den + params.growth.cat_settings[1] * np.isin(grown.leaf_ids, children)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = np.where(den > 0, num / den, 0.0)
+    # divided only where den > 0 (no floating-point warning state to set up per tree)
+    v = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
     return params.learning_rate * v
 
 

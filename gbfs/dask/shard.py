@@ -306,7 +306,7 @@ class Shard:
         :class:`~gbfs.booster.tree.Tree` when it grew on a row sample: it scores every row); returns
         ``n * mean loss`` of the rows when ``loss`` (the train loss's share), else 0."""
         if isinstance(update, Tree):
-            PackedEnsemble([update]).predict_binned(self.X, self.raw)
+            PackedEnsemble.of_tree(update).predict_binned(self.X, self.raw)
         elif update is not None:
             leaves, values = update
             # the one-process kernel over this shard's rows: the same additions, row by row

@@ -264,13 +264,24 @@ def _compare(grown, ref, mapper, X, Xb, rows):
     # prediction with the leaf id as value: binned, raw and the naive walk agree on every row
     values = np.zeros(len(ref.feature))
     values[leaves] = leaves
-    ens = PackedEnsemble([grown.builder.build(values)])
+    tree = grown.builder.build(values)
+    ens = PackedEnsemble([tree])
     out_b = np.zeros(X.shape[0])
     ens.predict_binned(Xb, out_b)
     out_r = np.zeros(X.shape[0])
     ens.predict_raw(np.ascontiguousarray(X), out_r)
     np.testing.assert_array_equal(out_b, _naive_leaf_of(ref, Xb))
     np.testing.assert_array_equal(out_r, out_b)
+    # the one-tree packing boosting scores each new tree with is the general packing's
+    one = PackedEnsemble.of_tree(tree)
+    for name in ("roots", "feature", "threshold", "bin_threshold", "missing_left", "value", "left", "right",
+                 "cat_set", "cat_bits"):
+        a, b = getattr(one, name), getattr(ens, name)
+        assert a.dtype == b.dtype and a.shape == b.shape, name
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    out_one = np.zeros(X.shape[0])
+    one.predict_binned(Xb, out_one)
+    np.testing.assert_array_equal(out_one, out_b)
     for leaf, a, b in zip(grown.leaf_ids, grown.leaf_starts, grown.leaf_ends):
         np.testing.assert_array_equal(out_b[grown.partition[a:b]], leaf)
     # raw prediction of values lying exactly on the edges, next to them, and NaN

@@ -155,3 +155,24 @@ def test_regressor_on_sparse_input_with_pruning(monkeypatch):
     _without_pruning(monkeypatch)
     full = model_to_dict(GBFSRegressor(n_estimators=8, random_state=0).fit(sp.csr_matrix(X), target))
     assert full == pruned
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_live_and_after_search_are_their_numpy_definitions(seed):
+    rng = np.random.default_rng(seed)
+    d = 40
+    dead = rng.random(d) < 0.3
+    features = np.sort(rng.choice(d, size=25, replace=False)).astype(np.int64)
+    live = pruning.Pruning.live(features, dead)
+    np.testing.assert_array_equal(live, features[~dead[features]])
+    assert pruning.Pruning.live(features, None) is features
+    gain = np.where(rng.random(d) < 0.4, -np.inf, rng.random(d))
+    before = dead.copy()
+    out = pruning.Pruning.after_search(dead, live, gain)
+    expected = dead.copy()
+    expected[live[gain[live] == -np.inf]] = True
+    np.testing.assert_array_equal(out, expected)
+    np.testing.assert_array_equal(dead, before)  # the parent's mask is never written: children share it
+    assert pruning.Pruning.after_search(None, live, gain) is None
+    finite = np.where(np.isin(np.arange(d), live), 1.0, -np.inf)  # nothing new: the same mask, no copy
+    np.testing.assert_array_equal(pruning.Pruning.after_search(dead, live, finite), dead)

@@ -129,5 +129,5 @@ class ExactGrower(TreeGrower):
 
     def add_scores(self, tree, raw: np.ndarray, X_binned=None) -> None:
         """``raw += tree(X)`` for every training row, on the raw values (``X_binned`` unused)."""
-        PackedEnsemble([tree]).predict_raw(self.X, raw)
+        PackedEnsemble.of_tree(tree).predict_raw(self.X, raw)
 

@@ -169,6 +169,7 @@ class TreeGrower:
         self._n_hists = 0
         self._free_hists: list[np.ndarray] = []
         self._dummy_hist = np.empty((1, 3))
+        self._free_splits: list[Splits] = []  # split records of finished nodes, reused (_alloc_split_arrays)
         # categorical features have their own search (None: there are none)
         self.cats = CategoricalSearch.build(bin_mapper, self.features, params)
 
@@ -334,6 +335,8 @@ class TreeGrower:
         for node in pending:
             self._release(node)
         leaves = sorted(done + pending, key=lambda nd: nd.start)
+        for node in leaves:
+            self._free_split_arrays(node)
         return GrownTree(builder, self._partition,
                          np.array([nd.id for nd in leaves], dtype=np.int64),
                          np.array([nd.start for nd in leaves], dtype=np.int64),
@@ -382,7 +385,12 @@ class TreeGrower:
         d = self.n_features
         # a restricted search or a full budget scans a subset: the others stay at -inf (never chosen)
         restricted = self.search.restricted or self._usage.full or node.dead is not None
-        node.splits = Splits.empty(d, -np.inf if restricted else None)
+        if self._free_splits:  # four small allocations per node add up on small data
+            node.splits = self._free_splits.pop()
+            if restricted:
+                node.splits.gain.fill(-np.inf)
+        else:
+            node.splits = Splits.empty(d, -np.inf if restricted else None)
         if self.cats is not None:
             self.cats.alloc(node)
 
@@ -548,7 +556,7 @@ class TreeGrower:
         categorical = self.cats is not None and self.cats.is_cat[f]
         bits = self.cats.bits(node, f) if categorical else NUMERIC
         n_left = self._partition_rows(node, f, b, ml, bits)
-        lg, lh, lc = node.splits.left_sums[f]
+        lg, lh, lc = node.splits.left_sums[f].tolist()  # Python floats: cheaper arithmetic below
         assert int(lc) == n_left, "histogram and partition disagree"
         left = Node(builder.add_node(n_left), node.start, node.start + n_left, node.depth + 1, lg, lh)
         right = Node(builder.add_node(node.count - n_left), node.start + n_left, node.end,
@@ -558,12 +566,17 @@ class TreeGrower:
         if categorical:
             builder.set_categories(node.id, bins_of(bits))
         self._usage.mark_used(f)
-        left.splits = right.splits = None
         left.dead = right.dead = node.dead
         self._search_children(node, left, right)
         # free the per-feature arrays of an internal node
-        node.splits = node.cat_bits = node.cat_hist = None
+        self._free_split_arrays(node)
+        node.cat_bits = node.cat_hist = None
         return left, right
+
+    def _free_split_arrays(self, node) -> None:
+        if node.splits is not None:
+            self._free_splits.append(node.splits)
+            node.splits = None
 
     def _threshold(self, node, f: int, b: int) -> float:
         """The raw threshold of ``node``'s split of feature ``f`` at bin ``b``."""
@@ -572,7 +585,7 @@ class TreeGrower:
     def add_scores(self, tree, raw: np.ndarray, X_binned) -> None:
         """``raw += tree(X)`` for every row of the binned matrix ``X_binned`` (rows a sample left out
         are scored by the tree too)."""
-        PackedEnsemble([tree]).predict_binned(X_binned, raw)
+        PackedEnsemble.of_tree(tree).predict_binned(X_binned, raw)
 
     def _partition_rows(self, node, f: int, b: int, ml: bool, bits) -> int:
         """Reorder ``node``'s rows so that its left child's come first; returns their number."""

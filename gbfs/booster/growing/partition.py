@@ -65,6 +65,7 @@ class Node:
         self.sum_g = sum_g
         self.sum_h = sum_h
         self.hist = None
+        self.splits = None  # its best split of every feature once searched (kernels.splitting.Splits)
         self.cat_bits = None  # categorical features' best left sets (gbfs.booster.kernels.categorical)
         # their histograms, or (parent, sibling) whose difference they are once the sibling has its own
         self.cat_hist = None

@@ -21,6 +21,7 @@ node's, which is not monotone down the tree: nothing is skipped then.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ..kernels.histogram import HistogramLayout
 from ..kernels.sparse_rows import SERIAL_BINS, flat_bins
@@ -77,17 +78,35 @@ class Pruning:
     @staticmethod
     def live(features: np.ndarray, dead: np.ndarray | None) -> np.ndarray:
         """``features`` without the skipped ones."""
-        return features if dead is None else features[~dead[features]]
+        return features if dead is None else _live(features, dead)
 
     @staticmethod
     def after_search(dead: np.ndarray | None, scanned: np.ndarray, gain: np.ndarray) -> np.ndarray | None:
         """The mask a node hands its children: ``dead`` plus the ``scanned`` features it found
-        without an admissible split."""
-        if dead is None:
-            return None
-        found = scanned[gain[scanned] == -np.inf]
-        if found.shape[0] == 0:
-            return dead
-        dead = dead.copy()
-        dead[found] = True
-        return dead
+        without an admissible split (a new mask only when it adds one: children share it)."""
+        return None if dead is None else _after_search(dead, scanned, gain)
+
+
+# one compiled pass each instead of three numpy calls: they run at every searched node
+@njit(cache=True, nogil=True)
+def _live(features, dead):
+    out = np.empty_like(features)
+    k = 0
+    for f in features:
+        if not dead[f]:
+            out[k] = f
+            k += 1
+    return out[:k]
+
+
+@njit(cache=True, nogil=True)
+def _after_search(dead, scanned, gain):
+    out = dead
+    copied = False
+    for f in scanned:
+        if gain[f] == -np.inf and not out[f]:
+            if not copied:
+                out = dead.copy()
+                copied = True
+            out[f] = True
+    return out
