@@ -291,7 +291,7 @@ def test_occupied_walk_equals_the_walk_of_every_bin_bit_for_bit(seed):
     """Scoring bin 0 and the occupied bins only gives exactly the record of scoring every bin, in
     both ``min_samples_leaf`` counts, with and without missing values, including the degenerate
     settings (no minimum leaf, no minimum weight) where an empty first bin has a finite gain."""
-    from gbfs.booster.kernels.scan import scan_bins
+    from gbfs.booster.kernels.scan import scan_bins, scan_scratch
 
     rng = np.random.default_rng(seed)
     for n_bins in (1, 2, 3, 63, 64, 65, 127, 128, 129, 191, 192, 193, 254, 255):
@@ -301,8 +301,8 @@ def test_occupied_walk_equals_the_walk_of_every_bin_bit_for_bit(seed):
         for msl, mcw, lam in ((0.0, 0.0, 1.0), (1.0, 1e-3, 0.0), (5.0, 0.0, 0.5), (20.0, 1e-3, 0.0)):
             for factor in (0.0, sum_c / sum_h):
                 rule = SplitRule(sum_g, sum_h, sum_c, msl, factor, mcw, lam)
-                every = scan_bins(hf, n_bins, rule, False)
-                occupied = scan_bins(hf, n_bins, rule, True)
+                every = scan_bins(hf, n_bins, rule, False, *scan_scratch())
+                occupied = scan_bins(hf, n_bins, rule, True, *scan_scratch())
                 bits = [tuple(float(v).hex() for v in rec) for rec in (every, occupied)]
                 assert bits[0] == bits[1], (n_bins, n_rows, msl, mcw, lam, factor, every, occupied)
 

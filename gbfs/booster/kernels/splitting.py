@@ -36,7 +36,7 @@ from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
 from .histogram import accumulate, accumulate4, accumulate4_counted
-from .scan import scan_feature
+from .scan import scan_feature, scan_feature_in, scan_scratch
 
 
 class SplitRule(NamedTuple):
@@ -93,9 +93,10 @@ def best_splits_per_feature(hist, features, offsets, n_bins, rule, splits):
 @njit(cache=True, nogil=True)
 def best_splits_per_feature_serial(hist, features, offsets, n_bins, rule, splits):
     """:func:`best_splits_per_feature` on one thread (few bins: no thread-pool wake-up)."""
+    ts, left = scan_scratch()
     for k in range(features.shape[0]):
         f = features[k]
-        _store_split(f, scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
+        _store_split(f, scan_feature_in(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule, ts, left), splits)
 
 
 def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float,
@@ -134,14 +135,14 @@ def _penalized_best(gain, penalty, norm, min_gain):
 # and written to the node's histogram buffer only when the grower keeps it for a later subtraction.
 
 @njit(cache=True, nogil=True, inline="always")
-def _build_scan_one(X_binned, j, rows, r_ord, h_ord, f, hf, nb, rule, splits):
+def _build_scan_one(X_binned, j, rows, r_ord, h_ord, f, hf, nb, rule, splits, ts, left):
     accumulate(X_binned[:, j], rows, r_ord, h_ord, hf, nb)
-    _store_split(f, scan_feature(hf, nb, rule), splits)
+    _store_split(f, scan_feature_in(hf, nb, rule, ts, left), splits)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
-                     splits, scratch, counts):
+                     splits, scratch, counts, ts, left):
     f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
     h0 = hist[offsets[f0]:offsets[f0 + 1]] if keep else scratch[0]
     h1 = hist[offsets[f1]:offsets[f1 + 1]] if keep else scratch[1]
@@ -157,10 +158,10 @@ def _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist
     else:
         accumulate4(c0, c1, c2, c3, rows, r_ord, h_ord, h0, h1, h2, h3, n_bins[f0], n_bins[f1], n_bins[f2],
                     n_bins[f3])
-    _store_split(f0, scan_feature(h0, n_bins[f0], rule), splits)
-    _store_split(f1, scan_feature(h1, n_bins[f1], rule), splits)
-    _store_split(f2, scan_feature(h2, n_bins[f2], rule), splits)
-    _store_split(f3, scan_feature(h3, n_bins[f3], rule), splits)
+    _store_split(f0, scan_feature_in(h0, n_bins[f0], rule, ts, left), splits)
+    _store_split(f1, scan_feature_in(h1, n_bins[f1], rule, ts, left), splits)
+    _store_split(f2, scan_feature_in(h2, n_bins[f2], rule, ts, left), splits)
+    _store_split(f3, scan_feature_in(h3, n_bins[f3], rule, ts, left), splits)
 
 
 @njit(cache=True, nogil=True)
@@ -171,15 +172,16 @@ def _build_scan_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, keep
     into each (about 5 s of a first fit's compilation).  Its scratch histograms are its own, so a
     parallel chunk is this one call."""
     scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
+    ts, left = scan_scratch()
     k = lo
     while k + 4 <= hi:
         _build_scan_four(X_binned, cols, rows, r_ord, h_ord, features, k, keep, hist, offsets, n_bins, rule,
-                         splits, scratch, counts)
+                         splits, scratch, counts, ts, left)
         k += 4
     for j in range(k, hi):
         f = features[j]
         hf = hist[offsets[f]:offsets[f + 1]] if keep else scratch[0]
-        _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits)
+        _build_scan_one(X_binned, cols[f], rows, r_ord, h_ord, f, hf, n_bins[f], rule, splits, ts, left)
 
 
 @njit(parallel=True, cache=True)
@@ -212,27 +214,27 @@ def build_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features, keep, hi
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _subtract_scan_one(parent, small, f, offsets, n_bins, rule, splits):
+def _subtract_scan_one(parent, small, f, offsets, n_bins, rule, splits, ts, left):
     p, s = parent[offsets[f]:offsets[f + 1]], small[offsets[f]:offsets[f + 1]]
     for b in range(p.shape[0]):  # from 0: the index is known non-negative (no wraparound code)
         p[b, G_CH] -= s[b, G_CH]
         p[b, H_CH] -= s[b, H_CH]
         p[b, C_CH] -= s[b, C_CH]
-    _store_split(f, scan_feature(p, n_bins[f], rule), splits)
+    _store_split(f, scan_feature_in(p, n_bins[f], rule, ts, left), splits)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pair_rest(f, hf, parent, offsets, nb, scan_small, rule_s, splits_s, rule_l, splits_l):
+def _pair_rest(f, hf, parent, offsets, nb, scan_small, rule_s, splits_s, rule_l, splits_l, ts, left):
     """The smaller child's scan, ``parent -= small`` and the larger child's scan, for feature ``f``
     whose smaller-child bins are ``hf``."""
     if scan_small:
-        _store_split(f, scan_feature(hf, nb, rule_s), splits_s)
+        _store_split(f, scan_feature_in(hf, nb, rule_s, ts, left), splits_s)
     p = parent[offsets[f]:offsets[f + 1]]
     for b in range(nb + 1):
         p[b, G_CH] -= hf[b, G_CH]
         p[b, H_CH] -= hf[b, H_CH]
         p[b, C_CH] -= hf[b, C_CH]
-    _store_split(f, scan_feature(p, nb, rule_l), splits_l)
+    _store_split(f, scan_feature_in(p, nb, rule_l, ts, left), splits_l)
 
 
 @njit(cache=True, nogil=True)
@@ -241,6 +243,7 @@ def _pair_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, parent, of
     """Features ``lo..hi-1`` of :func:`build_subtract_and_scan`, compiled once for it and its serial
     version (as :func:`_build_scan_range`)."""
     scratch = np.empty((4, MISSING_BIN + 1, 3), dtype=np.float64)
+    ts, left = scan_scratch()
     k = lo
     while k + 4 <= hi:
         f0, f1, f2, f3 = features[k], features[k + 1], features[k + 2], features[k + 3]
@@ -250,12 +253,13 @@ def _pair_range(X_binned, cols, rows, r_ord, h_ord, features, lo, hi, parent, of
         for q in range(4):
             f = features[k + q]
             _pair_rest(f, scratch[q], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l,
-                       splits_l)
+                       splits_l, ts, left)
         k += 4
     for j in range(k, hi):
         f = features[j]
         accumulate(X_binned[:, cols[f]], rows, r_ord, h_ord, scratch[0], n_bins[f])
-        _pair_rest(f, scratch[0], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l, splits_l)
+        _pair_rest(f, scratch[0], parent, offsets, n_bins[f], scan_small, rule_s, splits_s, rule_l, splits_l,
+                   ts, left)
 
 
 @njit(parallel=True, cache=True)
@@ -289,11 +293,13 @@ def subtract_and_scan(parent, small, features, offsets, n_bins, rule, splits):
     """Feature ``f``'s bins: ``parent -= small`` (the parent's buffer becomes the larger child's),
     then scan them."""
     for k in prange(features.shape[0]):
-        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits)
+        ts, left = scan_scratch()
+        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits, ts, left)
 
 
 @njit(cache=True, nogil=True)
 def subtract_and_scan_serial(parent, small, features, offsets, n_bins, rule, splits):
     """:func:`subtract_and_scan` on one thread (a few features: no thread-pool wake-up)."""
+    ts, left = scan_scratch()
     for k in range(features.shape[0]):
-        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits)
+        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits, ts, left)
