@@ -138,6 +138,10 @@ def test_bench_core_text_like_end_to_end(tmp_path, capsys):
     path = result["path_cost"]
     assert path["dataset"] == "breast_cancer" and path["budgets"] == [5, 10, 20, 30]
     assert path["path_cpu_s"] > 0 and path["lgb_topk_cpu_s"] > 0
+    # the median of the paired runs, and that pair's own seconds
+    assert len(path["path_cpu_ratios"]) == 3
+    assert path["path_cpu_ratio"] == sorted(path["path_cpu_ratios"])[1]
+    assert path["path_cpu_ratio"] == path["path_cpu_s"] / path["lgb_topk_cpu_s"]
     assert result["verdicts"]["path_cpu_ratio"]["worst"] == path["path_cpu_ratio"]
     assert result["command"] and result["git_commit"]
     (row,) = result["rows"]

@@ -15,12 +15,14 @@ follow the grown tree's choice (_reference_for).
 from __future__ import annotations
 
 import dataclasses
+from unittest import mock
 
 import naive
 import numpy as np
 import pytest
 from grower_cases import refresh_case
 
+import gbfs.booster.growing.grower as grower_module
 from gbfs.booster.binning import BinMapper
 from gbfs.booster.growing.grower import NUMERIC, GrowthParams, TreeGrower
 from gbfs.booster.growing.partition import split_partition
@@ -182,6 +184,11 @@ def _grow_all_modes(Xb, mapper, params, rows, rw, hw, make_usage, norm):
     for grower in _budget_growers(Xb, mapper, params):
         usage = make_usage()
         out.append((grower.grow(rows, rw, hw, usage, norm), usage))
+    for serial_work in (-1, 1 << 62):  # every kernel call in a parallel region, and every one serial
+        with mock.patch.object(grower_module, "SERIAL_WORK", serial_work):
+            for p in (params, dataclasses.replace(params, subtraction_min_rows=0)):
+                usage = make_usage()
+                out.append((TreeGrower(Xb, mapper, p).grow(rows, rw, hw, usage, norm), usage))
     if np.all(hw[rows] == 1.0):  # the unit-weight fast path (count copied into channel 1)
         for extra in _histogram_modes():
             usage = make_usage()

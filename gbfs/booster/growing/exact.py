@@ -29,11 +29,13 @@ from ..kernels.exact import (
     tree_lists,
 )
 from ..tree import PackedEnsemble
-from .grower import SERIAL_WORK, GrowthParams, TreeGrower
+from .grower import GrowthParams, TreeGrower
 from .pruning import Pruning
 
-#: below this many row-features a node's exact search runs on one thread (as the histogram's)
-EXACT_SERIAL_WORK = SERIAL_WORK // 4
+#: below this many row-features a node's exact search runs on one thread
+EXACT_SERIAL_WORK = 15_000
+#: below this many row-features a split's sorted lists are divided on one thread
+LISTS_SERIAL_WORK = 60_000
 
 
 class _NoPruning(Pruning):
@@ -123,7 +125,7 @@ class ExactGrower(TreeGrower):
         n_left = split_rows(self._partition, node.start, node.end, self.X[:, f],
                             self._thresholds[node.id][f], ml, self._side, self._buffer)
         if self._lists is not None:
-            chunks = 1 if node.count * self.n_features <= SERIAL_WORK else self._n_chunks
+            chunks = 1 if node.count * self.n_features <= LISTS_SERIAL_WORK else self._n_chunks
             split_lists(self._lists, node.start, node.end, self._side, chunks)
         return n_left
 

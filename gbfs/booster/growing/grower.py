@@ -52,15 +52,25 @@ from .feature_search import FeatureSearch
 from .partition import GrownTree, Node, split_partition
 from .pruning import Pruning
 
-#: below this many row-features (histogram updates) a node's search runs on one thread: the
-#: parallel kernels' thread wake-up costs more than the work (measured on 2 cores: ~0.2 ms per
-#: node for 5 features of 900 rows in parallel against ~0.02 ms serial)
-SERIAL_WORK = 60_000
+#: up to this much work a node's kernels run on one thread.  Work is histogram updates per feature:
+#: its rows plus each pass over its bins (zeroing and scanning ``width`` bins costs about as much as
+#: adding as many rows).  A parallel kernel wakes its threads at every call -- about 40 us with passive
+#: OpenMP waiting, the default, and more in CPU time -- so on 2 cores a search is about 1.25x faster in
+#: parallel at this much work (about 0.17 ms on one thread) and gains too little for its extra CPU time
+#: below it (measured over 20-617 features of 100-1560 Isolet rows)
+SERIAL_WORK = 120_000
 
 
-def _histogram_kernel(n_rows: int, features: np.ndarray):
-    """The histogram kernel for ``n_rows`` rows of ``features``: one thread for small work."""
-    return build_histogram_serial if n_rows * features.shape[0] <= SERIAL_WORK else build_histogram
+def serial_work(n_rows: int, n_features: int, width: int) -> bool:
+    """Is a kernel call over ``n_rows`` rows of ``n_features`` features, each with passes over
+    ``width`` bins, work for one thread (:data:`SERIAL_WORK`)?"""
+    return n_features * (n_rows + width) <= SERIAL_WORK
+
+
+def _histogram_kernel(n_rows: int, features: np.ndarray, width: int):
+    """The histogram kernel for ``n_rows`` rows of ``features`` (zeroing ``width`` bins each): one
+    thread for small work."""
+    return build_histogram_serial if serial_work(n_rows, features.shape[0], width) else build_histogram
 
 
 def scans_serially(offsets: np.ndarray, features: np.ndarray) -> bool:
@@ -193,7 +203,7 @@ class TreeGrower:
             np.isin(features, self.sparse.features)
         rowwise, columns = features[indexed], features[~indexed]
         for X, cols, part in self._columns.parts(columns):
-            kernel = _histogram_kernel(n, part)
+            kernel = _histogram_kernel(n, part, self.layout.max_width)
             kernel(X, cols, self._no_rows, zeros, no_h, part, self.offsets, self.n_bins, hist)
         if rowwise.shape[0]:
             self.sparse.build_histogram(self._no_rows, zeros, no_h, 0.0, float(n), float(n), self.offsets,
@@ -448,14 +458,14 @@ class TreeGrower:
 
     def _histogram_by_columns(self, node, rows, r_ord, h_ord, features) -> None:
         for X, cols, part in self.matrix.parts(features):
-            _histogram_kernel(node.count, part)(X, cols, rows, r_ord, h_ord, part, self.offsets, self.n_bins,
-                                                node.hist)
+            kernel = _histogram_kernel(node.count, part, self.layout.max_width)
+            kernel(X, cols, rows, r_ord, h_ord, part, self.offsets, self.n_bins, node.hist)
 
     def _fused(self, node, rows, r_ord, h_ord, features, keep, hist) -> None:
         rule = self.split_rule(node)
         counts = self._root_counts() if rows.shape[0] == 0 and self.matrix is self._columns else self._no_h
         for X, cols, part in self.matrix.parts(features):
-            if node.count * part.shape[0] <= SERIAL_WORK:
+            if serial_work(node.count, part.shape[0], self.layout.max_width):
                 build_and_scan_serial(X, cols, rows, r_ord, h_ord, part, keep, hist, self.offsets,
                                       self.n_bins, rule, node.splits, counts)
                 continue
@@ -532,7 +542,7 @@ class TreeGrower:
                 self.split_rule(large), large.splits)
         for X, cols, part in self.matrix.parts(numeric):
             nf = part.shape[0]
-            if (small.count + 2 * self.layout.max_width) * nf <= SERIAL_WORK:
+            if serial_work(small.count, nf, 2 * self.layout.max_width):
                 build_subtract_and_scan_serial(X, cols, rows, r_ord, h_ord, part, *tail)
             else:
                 chunks = max(1, min(self._n_chunks, nf))

@@ -280,12 +280,21 @@ def path_cost_in_fresh_process(dataset: str, data_dir: Path, threads: int) -> di
     return json.loads(result)
 
 
-def measure_path_cost(dataset: str, data_dir: Path, threads: int, seed: int = 0) -> dict | None:
+#: paired runs (the path, then LightGBM's top K) of the path's cost; the median pair is reported
+PATH_RUNS = 3
+
+
+def measure_path_cost(dataset: str, data_dir: Path, threads: int, seed: int = 0,
+                      runs: int = PATH_RUNS) -> dict | None:
     """CPU seconds of the default selection path for :data:`PATH_BUDGETS` against LightGBM's top K
     by gain as users run it -- one fit ranks the features, one refit per budget -- on one split of
     the selection benchmark (:mod:`runners.bench.selection`: its protocol, settings and data set
     ``dataset``); None when the data set's file is missing.  CPU time (``time.process_time``, every
-    thread) is what a sweep of many paths pays; wall time is recorded too."""
+    thread) is what a sweep of many paths pays; wall time is recorded too.
+
+    The two are timed ``runs`` times, each path run followed by a LightGBM run, and the pair of the
+    median CPU ratio is reported (``path_cpu_ratios``: every pair's): on a shared 2-core VM either
+    side alone moves by a fifth between runs, and a pair sees the same state of the host."""
     from runners.bench.selection import data as selection_data
     from runners.bench.selection.families import FAMILIES, Booster, Grids, lightgbm_on
     from runners.bench.selection.peers import DEFAULT_PATH
@@ -298,18 +307,23 @@ def measure_path_cost(dataset: str, data_dir: Path, threads: int, seed: int = 0)
     booster = Booster(threads=threads)
     split = make_split(dataset, *loaded, seed, PATH_BUDGETS, booster, Grids())
     warm_up_families(booster)
-    cpu, wall = time.process_time(), time.perf_counter()
-    FAMILIES[DEFAULT_PATH].run(split)
-    out = {"dataset": dataset, "seed": seed, "budgets": list(split.budgets), "family": DEFAULT_PATH,
-           "path_cpu_s": time.process_time() - cpu, "path_wall_s": time.perf_counter() - wall}
-    cpu, wall = time.process_time(), time.perf_counter()
-    gain = lightgbm_on(split, np.arange(split.n_features)).feature_importance("gain")
-    order = np.argsort(-gain, kind="stable")
-    for k in split.budgets:
-        lightgbm_on(split, order[:k])
-    out.update({"lgb_topk_cpu_s": time.process_time() - cpu, "lgb_topk_wall_s": time.perf_counter() - wall})
-    out["path_cpu_ratio"] = out["path_cpu_s"] / out["lgb_topk_cpu_s"]
-    return out
+    pairs = []
+    for _ in range(runs):
+        cpu, wall = time.process_time(), time.perf_counter()
+        FAMILIES[DEFAULT_PATH].run(split)
+        pair = {"path_cpu_s": time.process_time() - cpu, "path_wall_s": time.perf_counter() - wall}
+        cpu, wall = time.process_time(), time.perf_counter()
+        gain = lightgbm_on(split, np.arange(split.n_features)).feature_importance("gain")
+        order = np.argsort(-gain, kind="stable")
+        for k in split.budgets:
+            lightgbm_on(split, order[:k])
+        pair.update(lgb_topk_cpu_s=time.process_time() - cpu, lgb_topk_wall_s=time.perf_counter() - wall)
+        pair["path_cpu_ratio"] = pair["path_cpu_s"] / pair["lgb_topk_cpu_s"]
+        pairs.append(pair)
+    ratios = [p["path_cpu_ratio"] for p in pairs]
+    median = sorted(range(runs), key=ratios.__getitem__)[(runs - 1) // 2]
+    return {"dataset": dataset, "seed": seed, "budgets": list(split.budgets), "family": DEFAULT_PATH,
+            **pairs[median], "path_cpu_ratios": ratios}
 
 
 def _fmt_row(cols: list, widths: list[int]) -> str:
@@ -385,7 +399,8 @@ def print_core(rows: list[dict], jit: dict | None, checks: dict[str, dict], path
         print(f"\nselection path ({path['family']}, budgets {path['budgets']}) on {path['dataset']}: "
               f"CPU {path['path_cpu_s']:.1f}s (wall {path['path_wall_s']:.1f}s) vs LightGBM top-K by gain "
               f"(one ranking fit, a refit per budget) CPU {path['lgb_topk_cpu_s']:.1f}s "
-              f"(wall {path['lgb_topk_wall_s']:.1f}s): {path['path_cpu_ratio']:.2f}x")
+              f"(wall {path['lgb_topk_wall_s']:.1f}s): {path['path_cpu_ratio']:.2f}x, the median pair of "
+              + ", ".join(f"{r:.2f}" for r in path["path_cpu_ratios"]))
     print("\ntargets (every shape):")
     for c in checks.values():
         where = f" ({c['shape']})" if c["shape"] else ""
