@@ -21,7 +21,7 @@ from numba import njit, prange
 
 from ..booster.kernels._types import C_CH, G_CH, H_CH, N_BINS
 from ..booster.kernels.histogram import add_pair
-from ..booster.kernels.scan import scan_feature
+from ..booster.kernels.scan import scan_feature_in, scan_scratch
 from ..booster.kernels.splitting import SplitRule
 
 GT_BINS = 64  # equal-width bins of a pseudo-feature inside a node
@@ -203,7 +203,8 @@ def fill_pseudo_hist(z, mn, mx, r_ord, h_ord, hist, n_bins, bins):
 
 @njit(cache=True, nogil=True)
 def _half_gain(Xb, z_values, prefix, col_of, subset, k, lo, hi, node, rows, n, z, tol, r_ord, h_ord, hist,
-               n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, bins, cache):
+               n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda, bins, cache, ts,
+               left):
     """GT score of the half ``[lo, hi)`` of subset ``k``, node ``node`` of the halving tree (the
     whole subset is node 1, the halves of node ``t`` are ``2t`` and ``2t + 1``).
 
@@ -219,8 +220,8 @@ def _half_gain(Xb, z_values, prefix, col_of, subset, k, lo, hi, node, rows, n, z
             if cache.flat[k, slot]:
                 return -np.inf
             _fill_counted(cache.bins[k, slot], cache.counts[k, slot], r_ord, h_ord, hist, n_bins)
-            return pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-                                    reg_lambda)
+            return pseudo_hist_gain_in(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+                                       reg_lambda, ts, left)
         if cache.used[k] < cache.bins.shape[1]:
             slot = cache.used[k]
             cache.used[k] += 1
@@ -239,16 +240,27 @@ def _half_gain(Xb, z_values, prefix, col_of, subset, k, lo, hi, node, rows, n, z
     if slot >= 0:
         for b in range(n_bins):
             cache.counts[k, slot, b] = hist[b, C_CH]
-    return pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda)
+    return pseudo_hist_gain_in(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+                               reg_lambda, ts, left)
 
 
 @njit(cache=True, nogil=True)
 def pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda):
     """GT(half) from the pseudo-feature's filled histogram (:func:`fill_pseudo_hist`): its best
     split gain, or -inf when none is admissible."""
+    ts, left = scan_scratch()
+    return pseudo_hist_gain_in(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
+                               reg_lambda, ts, left)
+
+
+@njit(cache=True, nogil=True)
+def pseudo_hist_gain_in(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
+                        ts, left):
+    """:func:`pseudo_hist_gain` with the scan's scratch (:func:`~gbfs.booster.kernels.scan.scan_scratch`)
+    from its caller: a subset's binary search runs a few dozen tests."""
     # rows counted exactly: a group test only ranks halves, the split itself is searched after it
     rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
-    return scan_feature(hist, np.int32(n_bins), rule)[0]  # int32, as the kernels' n_bins: one compilation
+    return scan_feature_in(hist, np.int32(n_bins), rule, ts, left)[0]  # int32, as the kernels' n_bins
 
 
 @njit(cache=True, nogil=True)
@@ -286,6 +298,7 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
         bins = np.empty(n, dtype=np.uint8)
         hist = np.zeros((N_BINS, 3))  # no missing values in a pseudo-feature: bin 255 stays 0
         hist_r = np.zeros((N_BINS, 3))
+        ts, left = scan_scratch()  # the scans' scratch, for every test of this subset
         lo = zero
         hi = np.int64(m)
         node = one
@@ -293,7 +306,7 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
         if m == 1:  # one feature per subset (s = d): nothing to halve, the feature is tested alone
             best = _half_gain(Xb, z_values, prefix, col_of, subsets[k], k, zero, one, node, rows, n, zl,
                               F32_NOISE, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                              min_child_weight, reg_lambda, bins, cache)
+                              min_child_weight, reg_lambda, bins, cache, ts, left)
         while hi - lo > 1:
             mid, tol = halves(lo, hi)
             sl = _stored_slot(cache, k, 2 * node)
@@ -301,19 +314,19 @@ def group_tests(Xb, z_values, prefix, col_of, subsets, rows, r_ord, h_ord, n_bin
             if sl >= 0 and sr >= 0:  # both halves seen before: one pass for both histograms
                 _fill_pair_counted(cache.bins[k, sl], cache.bins[k, sr], cache.counts[k, sl],
                                    cache.counts[k, sr], r_ord, h_ord, hist, hist_r, n_bins)
-                gl = pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-                                      reg_lambda)
-                gr = pseudo_hist_gain(hist_r, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight,
-                                      reg_lambda)
+                gl = pseudo_hist_gain_in(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
+                                         min_child_weight, reg_lambda, ts, left)
+                gr = pseudo_hist_gain_in(hist_r, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
+                                         min_child_weight, reg_lambda, ts, left)
                 lo, hi, best = keep_better(lo, mid, hi, gl, gr)
                 node = 2 * node + (lo == mid)
                 continue
             gl = _half_gain(Xb, z_values, prefix, col_of, subsets[k], k, lo, mid, 2 * node, rows, n, zl, tol,
                             r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                            min_child_weight, reg_lambda, bins, cache)
+                            min_child_weight, reg_lambda, bins, cache, ts, left)
             gr = _half_gain(Xb, z_values, prefix, col_of, subsets[k], k, mid, hi, 2 * node + 1, rows, n, zl,
                             tol, r_ord, h_ord, hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf,
-                            min_child_weight, reg_lambda, bins, cache)
+                            min_child_weight, reg_lambda, bins, cache, ts, left)
             lo, hi, best = keep_better(lo, mid, hi, gl, gr)
             node = 2 * node + (lo == mid)
         out_feature[k] = subsets[k, lo]

@@ -36,7 +36,7 @@ from numba import njit, prange
 
 from ._types import C_CH, G_CH, H_CH, MISSING_BIN
 from .histogram import accumulate, accumulate4, accumulate4_counted
-from .scan import scan_feature, scan_feature_in, scan_scratch
+from .scan import scan_feature_in, scan_scratch
 
 
 class SplitRule(NamedTuple):
@@ -82,21 +82,36 @@ def _store_split(f, res, splits):
     splits.left_sums[f, C_CH] = res[5]
 
 
+#: ranges of features a parallel scan is cut into, each allocating its scan scratch once: a constant,
+#: as numba's thread count inside a kernel would keep it from its cache
+SCAN_CHUNKS = 64
+
+
+@njit(cache=True, nogil=True)
+def _scan_range(hist, features, lo, hi, offsets, n_bins, rule, splits):
+    """Split records of ``features[lo:hi]`` from the flat ``hist``, with one scan scratch for all."""
+    ts, left = scan_scratch()
+    for k in range(lo, hi):
+        f = features[k]
+        _store_split(f, scan_feature_in(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule, ts, left), splits)
+
+
 @njit(parallel=True, cache=True)
 def best_splits_per_feature(hist, features, offsets, n_bins, rule, splits):
-    """Fill the split records of ``features`` from the flat ``hist``; parallel over features."""
-    for k in prange(features.shape[0]):
-        f = features[k]
-        _store_split(f, scan_feature(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule), splits)
+    """Fill the split records of ``features`` from the flat ``hist``; parallel over
+    :data:`SCAN_CHUNKS` ranges of features."""
+    n_feat = features.shape[0]
+    n_chunks = min(n_feat, SCAN_CHUNKS)
+    for c_ in prange(n_chunks):
+        c = np.int64(c_)  # signed, as the serial kernel's bounds: one compilation of the range
+        _scan_range(hist, features, c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks, offsets, n_bins,
+                    rule, splits)
 
 
 @njit(cache=True, nogil=True)
 def best_splits_per_feature_serial(hist, features, offsets, n_bins, rule, splits):
     """:func:`best_splits_per_feature` on one thread (few bins: no thread-pool wake-up)."""
-    ts, left = scan_scratch()
-    for k in range(features.shape[0]):
-        f = features[k]
-        _store_split(f, scan_feature_in(hist[offsets[f]:offsets[f + 1]], n_bins[f], rule, ts, left), splits)
+    _scan_range(hist, features, np.int64(0), features.shape[0], offsets, n_bins, rule, splits)
 
 
 def penalized_best(gain: np.ndarray, penalty: np.ndarray, norm: float,
@@ -288,18 +303,29 @@ def build_subtract_and_scan_serial(X_binned, cols, rows, r_ord, h_ord, features,
                 n_bins, scan_small, rule_s, splits_s, rule_l, splits_l)
 
 
+@njit(cache=True, nogil=True)
+def _subtract_scan_range(parent, small, features, lo, hi, offsets, n_bins, rule, splits):
+    """Features ``lo..hi-1`` of :func:`subtract_and_scan`, with one scan scratch for all of them (a
+    compiled function of its own, shared with the serial kernel as :func:`_build_scan_range` is)."""
+    ts, left = scan_scratch()
+    for k in range(lo, hi):
+        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits, ts, left)
+
+
 @njit(parallel=True, cache=True)
 def subtract_and_scan(parent, small, features, offsets, n_bins, rule, splits):
     """Feature ``f``'s bins: ``parent -= small`` (the parent's buffer becomes the larger child's),
-    then scan them."""
-    for k in prange(features.shape[0]):
-        ts, left = scan_scratch()
-        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits, ts, left)
+    then scan them; parallel over :data:`SCAN_CHUNKS` ranges of features."""
+    n_feat = features.shape[0]
+    n_chunks = min(n_feat, SCAN_CHUNKS)
+    for c_ in prange(n_chunks):
+        c = np.int64(c_)  # signed, as the serial kernel's bounds: one compilation of the range
+        _subtract_scan_range(parent, small, features, c * n_feat // n_chunks, (c + 1) * n_feat // n_chunks,
+                             offsets, n_bins, rule, splits)
 
 
 @njit(cache=True, nogil=True)
 def subtract_and_scan_serial(parent, small, features, offsets, n_bins, rule, splits):
     """:func:`subtract_and_scan` on one thread (a few features: no thread-pool wake-up)."""
-    ts, left = scan_scratch()
-    for k in range(features.shape[0]):
-        _subtract_scan_one(parent, small, features[k], offsets, n_bins, rule, splits, ts, left)
+    _subtract_scan_range(parent, small, features, np.int64(0), features.shape[0], offsets, n_bins, rule,
+                         splits)
