@@ -196,7 +196,9 @@ class TreeGrower:
         return X_binned, index
 
     def _fill_counts(self, hist, features) -> None:
-        """Counts of ``features`` over all rows (zero residuals, unit second channel), for pruning."""
+        """Counts of ``features`` over all rows (zero residuals, unit second channel), for pruning;
+        counts of every feature are also kept as the root's count table (:meth:`_root_counts`), so
+        the fit passes over its rows once for both."""
         n = self.X_binned.shape[0]
         zeros, no_h = np.zeros(n), np.empty(0)
         indexed = np.zeros(features.shape[0], dtype=bool) if self.sparse is None else \
@@ -208,6 +210,8 @@ class TreeGrower:
         if rowwise.shape[0]:
             self.sparse.build_histogram(self._no_rows, zeros, no_h, 0.0, float(n), float(n), self.offsets,
                                         hist, rowwise)
+        if self._counts is None and features.shape[0] == self.n_features and self._keeps_root_counts():
+            self._counts = np.ascontiguousarray(hist[:, C_CH])
 
     # -- histogram pool: buffers are reused across nodes and trees (page-faulting a fresh
     #    30 MB histogram per node costs more than filling it) and capped in number
@@ -479,12 +483,14 @@ class TreeGrower:
         histogram budget holds fewer than two histograms (the table is a third of one) or a
         row-wise index builds the sparse columns."""
         if self._counts is None:
-            self._counts = self._no_h
-            if self._max_hists >= 2 and self.sparse is None:
-                hist = self.layout.new()
-                self._fill_counts(hist, self.features)
-                self._counts = np.ascontiguousarray(hist[:, C_CH])
+            if self._keeps_root_counts():
+                self._fill_counts(self.layout.new(), self.features)  # keeps the table
+            else:
+                self._counts = self._no_h
         return self._counts
+
+    def _keeps_root_counts(self) -> bool:
+        return self._max_hists >= 2 and self.sparse is None
 
     # -- pending nodes ---------------------------------------------------------------------------
     def _complete(self, node) -> None:
