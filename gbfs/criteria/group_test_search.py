@@ -257,7 +257,7 @@ def pseudo_hist_gain(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_ch
 def pseudo_hist_gain_in(hist, n_bins, sum_g, sum_h, sum_c, min_samples_leaf, min_child_weight, reg_lambda,
                         ts, left):
     """:func:`pseudo_hist_gain` with the scan's scratch (:func:`~gbfs.booster.kernels.scan.scan_scratch`)
-    from its caller: a subset's binary search runs a few dozen tests."""
+    from its caller: a subset's binary search tests two halves per level (18 tests at Gisette's shape)."""
     # rows counted exactly: a group test only ranks halves, the split itself is searched after it
     rule = SplitRule(sum_g, sum_h, sum_c, min_samples_leaf, 0.0, min_child_weight, reg_lambda)
     return scan_feature_in(hist, np.int32(n_bins), rule, ts, left)[0]  # int32, as the kernels' n_bins
