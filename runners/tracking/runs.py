@@ -240,16 +240,32 @@ def uninterrupted() -> Iterator[None]:
             raise Terminated("SIGTERM received")
 
 
-def run_status(err: BaseException | None) -> str:
-    """A run's end status: FINISHED without ``err``, KILLED on an interrupt, FAILED on an error.
+def interrupted(err: BaseException) -> bool:
+    """Is ``err`` an interrupt, or an error raised in its place?
 
-    An error raised after a SIGTERM inside :func:`sigterm_as_interrupt` counts as the interrupt:
-    library code that catches the :class:`Terminated` and raises its own error in its place
-    (a store or a thread pool wrapping it) must not turn a killed run into a failed one."""
+    An error raised after a SIGTERM inside :func:`sigterm_as_interrupt`, or caused (directly or
+    while handling it) by a ``KeyboardInterrupt``, counts as the interrupt: library code that
+    catches the :class:`Terminated` raises its own error in its place -- a store or a thread pool
+    wrapping it, numba's dispatcher turning one raised during a compiled call into a
+    ``SystemError`` caused by it."""
+    if _STATE is not None and _STATE.received:
+        return True
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
+
+
+def run_status(err: BaseException | None) -> str:
+    """A run's end status: FINISHED without ``err``, KILLED on an interrupt (:func:`interrupted`),
+    FAILED on an error: an interrupt that library code wrapped must not turn a killed run into a
+    failed one."""
     if err is None:
         return "FINISHED"
-    interrupted = isinstance(err, KeyboardInterrupt) or (_STATE is not None and _STATE.received)
-    return "KILLED" if interrupted else "FAILED"
+    return "KILLED" if interrupted(err) else "FAILED"
 
 
 def end_runs(status: str, down_to: str | None = None) -> None:

@@ -34,7 +34,7 @@ import optuna
 from omegaconf import DictConfig
 from optuna.trial import FrozenTrial, TrialState
 
-from runners.tracking import stores
+from runners.tracking import runs, stores
 from runners.tuning import objective
 from runners.tuning.storages import SharedStorage, open_storage
 
@@ -316,6 +316,9 @@ def _run_one(study: optuna.Study, trial: optuna.Trial, objective) -> FrozenTrial
         log.info("trial %d pruned: %s", trial.number, err)
         return study.tell(trial, state=TrialState.PRUNED)
     except Exception as err:   # recorded as FAIL, and the study goes on
+        if runs.interrupted(err):   # an interrupt another error stands in for: this worker stops
+            study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
+            raise
         log.warning("trial %d failed with parameters %s: %r", trial.number, trial.params, err,
                     exc_info=True)
         if ERROR not in trial.user_attrs:

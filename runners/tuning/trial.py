@@ -23,7 +23,7 @@ from gbfs.booster.callbacks import CallbackEnv
 from gbfs.data import Dataset
 from runners.core import experiment
 from runners.core.tasks import named
-from runners.tracking import mlflow_native
+from runners.tracking import mlflow_native, runs
 from runners.tracking.run_log import RunLog
 from runners.tuning import objective
 from runners.tuning.objective import budget_excess, constrained, objective_value
@@ -114,7 +114,7 @@ class Objective:
             message = f"{type(err).__name__}: {err}"[:5000]
             run_log.tags({"error": message})
             trial.set_user_attr(ERROR, message)
-            if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            if isinstance(err, SystemExit) or runs.interrupted(err):
                 trial.set_user_attr("interrupted", True)
             raise
         finally:

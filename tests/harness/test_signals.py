@@ -229,6 +229,55 @@ def test_optuna_fails_the_trial_on_terminated_and_reraises_it():
     assert [t.state for t in study.trials] == [optuna.trial.TrialState.FAIL]
 
 
+def _wrapped_interrupt() -> SystemError:
+    """What numba's dispatcher raises when a KeyboardInterrupt (a signal handler's) is raised during
+    a compiled call: a SystemError caused by it."""
+    try:
+        raise tracking.Terminated("SIGTERM received")
+    except KeyboardInterrupt as err:
+        try:
+            raise SystemError("CPUDispatcher(<function f>) returned a result with an exception set") from err
+        except SystemError as wrapped:
+            return wrapped
+
+
+def test_an_error_caused_by_an_interrupt_counts_as_the_interrupt():
+    wrapped = _wrapped_interrupt()
+    assert tracking.interrupted(wrapped) and tracking.run_status(wrapped) == "KILLED"
+    try:   # raised while handling one (its context, not its cause)
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise OSError("closing the store")  # noqa: B904 - as library code does
+    except OSError as err:
+        assert tracking.interrupted(err)
+    assert not tracking.interrupted(ValueError("bad")) and tracking.run_status(ValueError("bad")) == "FAILED"
+
+
+def test_a_wrapped_interrupt_stops_the_study_and_an_error_does_not():
+    """A trial interrupted inside a compiled call fails and the worker stops, as on the interrupt
+    itself (it ran the next trial, and a cancelled Ray job did not end); an ordinary error fails
+    its trial and the study goes on."""
+    from runners.tuning import study as study_module
+
+    def objective_raising(error, calls):
+        def objective(trial):
+            calls.append(trial.number)
+            raise error()
+        return objective
+
+    for error, ran in ((_wrapped_interrupt, [0]), (lambda: ValueError("bad"), [0, 1, 2])):
+        study, calls = optuna.create_study(), []
+        objective = objective_raising(error, calls)
+        if ran == [0]:
+            with pytest.raises(SystemError):
+                study_module.run_trials(study, objective, n_trials=3)
+        else:
+            assert study_module.run_trials(study, objective, n_trials=3) == 3
+        assert calls == ran
+        assert [t.state for t in study.trials] == [optuna.trial.TrialState.FAIL] * len(ran)
+
+
 @pytest.mark.parametrize("error, status", [(tracking.Terminated("SIGTERM"), "KILLED"),
                                            (KeyboardInterrupt(), "KILLED"), (ValueError("bad"), "FAILED")])
 def test_managed_run_ends_nested_runs_down_to_its_own(tmp_path, error, status):
