@@ -129,9 +129,10 @@ class Terminated(KeyboardInterrupt):
 
 #: modules in whose code a Terminated is held back (retried every 20 ms): raised there it left a
 #: store transaction open, so that closing the runs failed with "database is locked", or a run
-#: created but never made active (and so never ended)
+#: created but never made active (and so never ended); raised in numba's own Python code (a
+#: kernel call's argument typing, called from its C dispatcher) it became a SystemError there
 HELD_IN = ("sqlalchemy.", "sqlite3", "alembic.", "psycopg2", "pymysql", "mlflow.store.",
-           "mlflow.tracking.fluent", "optuna.storages.")
+           "mlflow.tracking.fluent", "optuna.storages.", "numba.")
 
 
 def _in_held_code(frame: types.FrameType | None) -> bool:

@@ -207,6 +207,23 @@ def test_a_terminated_dropped_by_a_finalizer_is_raised_again():
     assert sys.unraisablehook is hook
 
 
+def test_a_sigterm_in_numba_code_is_raised_once_out_of_it():
+    """Raised inside numba's own Python code (a kernel call's argument typing, run from its C
+    dispatcher) the Terminated became a SystemError there; it is held back and raised after."""
+    ns = {"__name__": "numba.core.typing.fake", "signal": signal}
+    exec("def typing():\n    signal.raise_signal(signal.SIGTERM)\n    return 'typed'", ns)
+    returned = []
+    with pytest.raises(SystemExit) as exit_info:
+        with tracking.sigterm_as_interrupt():
+            returned.append(ns["typing"]())     # not raised in there
+            deadline = time.monotonic() + BOUND
+            while time.monotonic() < deadline:
+                time.sleep(0.01)                 # raised here, out of numba's code
+            pytest.fail("the held Terminated was not raised")
+    assert returned == ["typed"]
+    assert exit_info.value.code == EXIT_SIGTERM and isinstance(exit_info.value.__cause__, tracking.Terminated)
+
+
 def test_sigterm_handler_is_only_installed_in_the_main_thread():
     handlers = []
 
