@@ -291,6 +291,28 @@ def test_radix_sort_is_the_same_array_bit_for_bit_on_either_side_of_the_insertio
         assert radix.sort_floats(padded)[:n].tobytes() == out.tobytes()
 
 
+@pytest.mark.parametrize("n", [0, 1, 20, 47, 48, 300, 4095, 4096, 9000])
+def test_sort_with_rows_is_a_stable_argsort_at_either_digit_width(n):
+    """The sort binning bins from: the values as :func:`sort_floats` gives them (by insertion, on
+    8-bit and on 11-bit digits, whichever ``digit_bits`` picks and the other), each with the row it
+    came from, equal values in row order -- NumPy's stable argsort of the keys' order."""
+    from gbfs.booster.kernels import radix
+
+    rng = np.random.default_rng(n)
+    values = np.round(rng.standard_normal(n), 2) * 10.0 ** rng.integers(-3, 3, n)
+    values[::5] = -0.0
+    values[1::9] = 5e-324
+    rows = rng.permutation(n).astype(np.int32)
+    bits_of = values.view(np.uint64)  # the order-preserving keys: -0.0 sorts before +0.0
+    keys = np.where(bits_of >> np.uint64(63), ~bits_of, bits_of | np.uint64(1 << 63))
+    want = np.argsort(keys, kind="stable")
+    for bits in {int(radix.digit_bits(n)), 8, 11}:
+        sorted_values, order = radix.sort_floats_with_rows(values.copy(), rows.copy(), bits)
+        assert sorted_values.tobytes() == radix.sort_floats(values.copy(), bits).tobytes()
+        np.testing.assert_array_equal(order, rows[want])
+        assert values[np.argsort(rows)[order]].tobytes() == sorted_values.tobytes()
+
+
 # -- min_data_in_bin: LightGBM's merging of rare values ---------------------------------------------
 
 def _same_partition(a: np.ndarray, b: np.ndarray) -> bool:
@@ -448,12 +470,13 @@ def test_grid_search_equals_full_search_on_every_value(seed):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("seed", range(3))
-def test_fit_transform_bins_in_one_pass_as_transform_does(dtype, seed):
+@pytest.mark.parametrize("n", [700, 5000])
+def test_fit_transform_bins_in_one_pass_as_transform_does(dtype, seed, n):
     """A dense fit on every row bins each column from the values its edges were found from:
     the same bins as ``fit`` then ``transform``, and as ``#{edges < value}``, for columns without
-    zeros, mostly zeros, with -0.0, NaN and infinities, all zero, all NaN, and categorical ones."""
+    zeros, mostly zeros, with -0.0, NaN and infinities, all zero, all NaN, and categorical ones;
+    on both digit widths of the sort the bins are walked from."""
     rng = np.random.default_rng(seed)
-    n = 700
     X = _columns(rng, n)
     X = np.column_stack([X, X[:, 0] * (rng.random(n) < 0.03), np.zeros(n), np.full(n, np.nan),
                          rng.integers(0, 6, n).astype(float)])

@@ -14,8 +14,8 @@ import numpy as np
 from numba import njit
 
 from .._types import MISSING_BIN
-from ..radix import sort_floats
-from .lookup import GRID_CELLS, bin_gathered
+from ..radix import digit_bits, sort_floats, sort_floats_with_rows
+from .lookup import bin_sorted
 
 
 @njit(cache=True, nogil=True)
@@ -208,29 +208,30 @@ def fit_edges(lo, hi, X, max_bins, min_data_in_bin, edges, n_edges, z_values, ou
     sorted (a mostly-zero column, text counts, costs its non-zeros), and the zeros are counted.
 
     With ``binning`` (a fit on every row, :meth:`~gbfs.booster.binning.BinMapper.fit_transform`),
-    ``out`` (uint8, ``X``'s shape, Fortran-ordered) also gets the columns' bins from the values
-    gathered for the edges (:func:`~gbfs.booster.kernels.bins.lookup.bin_gathered`): one read of
-    ``X`` for both, and a mostly-zero column costs its non-zeros again.  Without, ``out`` is not
-    read (any Fortran-ordered uint8 matrix)."""
+    ``out`` (uint8, ``X``'s shape, Fortran-ordered) also gets the columns' bins: each column's values
+    are sorted with their rows and walked once against its edges
+    (:func:`~gbfs.booster.kernels.bins.lookup.bin_sorted`) -- one read of ``X`` for both, no search
+    per value, and a mostly-zero column costs its non-zeros again.  Without, ``out`` is not read
+    (any Fortran-ordered uint8 matrix)."""
     n = X.shape[0]
     block = max(1, min(_BLOCK, hi - lo))  # a range of few columns (narrow data) holds no more
     cols = np.empty((block, n), dtype=np.float64)
     rows = np.empty((block, n if binning else 0), dtype=np.int32)
     m = np.zeros(block, dtype=np.int64)
     n_nan = np.zeros(block, dtype=np.int64)
-    lower = np.empty(GRID_CELLS, dtype=np.int32)
-    upper = np.empty(GRID_CELLS, dtype=np.int32)
-    scratch = np.empty((1, n if binning else 0), dtype=np.uint8).T  # F-ordered as out: one compilation
     for f0 in range(lo, hi, block):
         width = min(hi, f0 + block) - f0
         _gather_block(X, f0, width, cols, rows, m, n_nan)
         for j in range(width):  # the zeros' count as a difference: no literal 0 passed on
             f = f0 + j
-            n_edges[f] = _fit_with_zeros(sort_floats(cols[j, :m[j]]), n - m[j] - n_nan[j], max_bins,
-                                         min_data_in_bin, edges[f], z_values[f])
-            if binning:
-                bin_gathered(cols, rows, j, m[j], n_nan[j], edges[f], n_edges[f], lower, upper, out, f,
-                             scratch)
+            zeros = n - m[j] - n_nan[j]
+            if not binning:
+                n_edges[f] = _fit_with_zeros(sort_floats(cols[j, :m[j]], digit_bits(m[j])), zeros, max_bins,
+                                             min_data_in_bin, edges[f], z_values[f])
+                continue
+            values, order = sort_floats_with_rows(cols[j, :m[j]], rows[j, :m[j]], digit_bits(m[j]))
+            n_edges[f] = _fit_with_zeros(values, zeros, max_bins, min_data_in_bin, edges[f], z_values[f])
+            bin_sorted(values, order, rows[j, n - n_nan[j]:], n_edges[f], edges[f], out, f)
 
 
 @njit(cache=True, nogil=True)
@@ -246,7 +247,8 @@ def fit_edges_csc(lo, hi, n, indptr, data, max_bins, min_data_in_bin, edges, n_e
                 stored[m] = v
                 m += 1
         # only the stored values are sorted; the implicit zeros are put in place around them
-        n_edges[f] = _fit_with_zeros(sort_floats(stored[:m]), n - (indptr[f + 1] - indptr[f]), max_bins,
+        zeros = n - (indptr[f + 1] - indptr[f])
+        n_edges[f] = _fit_with_zeros(sort_floats(stored[:m], digit_bits(m)), zeros, max_bins,
                                      min_data_in_bin, edges[f], z_values[f])
 
 

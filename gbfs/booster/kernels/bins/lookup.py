@@ -125,25 +125,26 @@ def bin_values(values, j, m, e, n_edges, lo, inv, lower, widest, zero, out, i0, 
         out[i0 + i, f] = b
 
 
-@njit(cache=True, nogil=True, inline="always")
-def bin_gathered(values, rows, j, m, n_nan, e, n_edges, lower, upper, out, f, scratch):
-    """Column ``f`` of ``out`` from column ``j`` of a block gathered as binning's fit reads it: its
-    ``m`` values other than +0.0 and NaN in row order (``values[j, :m]``, their rows
-    ``rows[j, :m]``) and the rows of its ``n_nan`` NaNs at the end of ``rows[j]`` (``rows[j, n - 1 -
-    t]``); the other rows are +0.0.  The bins are those :func:`map_to_bins` gives the same column.
-    ``scratch``: uint8, shape (n, 1)."""
+@njit(cache=True, nogil=True)
+def bin_sorted(values, order, nan_rows, n_edges, e, out, f):
+    """Column ``f`` of ``out`` from the column's values other than +0.0 and NaN sorted
+    (``values``, each from row ``order[i]``) and the rows of its NaNs (``nan_rows``); the other rows
+    are +0.0.  One walk up the sorted values and the edges together gives each value
+    ``#{e[:n_edges] < value}``, the bin :func:`map_to_bins` gives it, with no search."""
     n = out.shape[0]
-    zero, lo, inv, widest = column_grid(e, n_edges, lower, upper)
-    if m == n:  # no zero, no NaN: every row in order
-        bin_values(values, j, m, e, n_edges, lo, inv, lower, widest, zero, out, np.int64(0), f)
-        return
-    bin_values(values, j, m, e, n_edges, lo, inv, lower, widest, zero, scratch, np.int64(0), np.int64(0))
-    for i in range(n):
-        out[i, f] = zero
-    for k in range(m):
-        out[rows[j, k], f] = scratch[k, 0]
-    for t in range(n_nan):
-        out[rows[j, n - 1 - t], f] = MISSING_BIN
+    m = values.shape[0]
+    if m + nan_rows.shape[0] < n:
+        zero = np.uint8(bin_of(0.0, e, n_edges))
+        for i in range(n):
+            out[i, f] = zero
+    for t in range(nan_rows.shape[0]):
+        out[nan_rows[t], f] = MISSING_BIN
+    b = 0
+    for i in range(m):
+        v = values[i]
+        while b < n_edges and e[b] < v:
+            b += 1
+        out[order[i], f] = b
 
 
 @njit(cache=True, nogil=True)
