@@ -184,8 +184,8 @@ def _grow_all_modes(Xb, mapper, params, rows, rw, hw, make_usage, norm):
     for grower in _budget_growers(Xb, mapper, params):
         usage = make_usage()
         out.append((grower.grow(rows, rw, hw, usage, norm), usage))
-    for serial_work in (-1, 1 << 62):  # every kernel call in a parallel region, and every one serial
-        with mock.patch.object(grower_module, "SERIAL_WORK", serial_work):
+    for cut in (-1, 1 << 62):  # every kernel call in a parallel region, and every one serial
+        with mock.patch.object(grower_module, "SERIAL_WORK", cut):
             for p in (params, dataclasses.replace(params, subtraction_min_rows=0)):
                 usage = make_usage()
                 out.append((TreeGrower(Xb, mapper, p).grow(rows, rw, hw, usage, norm), usage))

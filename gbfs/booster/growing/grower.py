@@ -61,7 +61,7 @@ from .pruning import Pruning
 SERIAL_WORK = 120_000
 
 
-def serial_work(n_rows: int, n_features: int, width: int) -> bool:
+def runs_serially(n_rows: int, n_features: int, width: int) -> bool:
     """Is a kernel call over ``n_rows`` rows of ``n_features`` features, each with passes over
     ``width`` bins, work for one thread (:data:`SERIAL_WORK`)?"""
     return n_features * (n_rows + width) <= SERIAL_WORK
@@ -70,7 +70,7 @@ def serial_work(n_rows: int, n_features: int, width: int) -> bool:
 def _histogram_kernel(n_rows: int, features: np.ndarray, width: int):
     """The histogram kernel for ``n_rows`` rows of ``features`` (zeroing ``width`` bins each): one
     thread for small work."""
-    return build_histogram_serial if serial_work(n_rows, features.shape[0], width) else build_histogram
+    return build_histogram_serial if runs_serially(n_rows, features.shape[0], width) else build_histogram
 
 
 def scans_serially(offsets: np.ndarray, features: np.ndarray) -> bool:
@@ -469,7 +469,7 @@ class TreeGrower:
         rule = self.split_rule(node)
         counts = self._root_counts() if rows.shape[0] == 0 and self.matrix is self._columns else self._no_h
         for X, cols, part in self.matrix.parts(features):
-            if serial_work(node.count, part.shape[0], self.layout.max_width):
+            if runs_serially(node.count, part.shape[0], self.layout.max_width):
                 build_and_scan_serial(X, cols, rows, r_ord, h_ord, part, keep, hist, self.offsets,
                                       self.n_bins, rule, node.splits, counts)
                 continue
@@ -548,7 +548,7 @@ class TreeGrower:
                 self.split_rule(large), large.splits)
         for X, cols, part in self.matrix.parts(numeric):
             nf = part.shape[0]
-            if serial_work(small.count, nf, 2 * self.layout.max_width):
+            if runs_serially(small.count, nf, 2 * self.layout.max_width):
                 build_subtract_and_scan_serial(X, cols, rows, r_ord, h_ord, part, *tail)
             else:
                 chunks = max(1, min(self._n_chunks, nf))
